@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages HeapMan needs to build, test and run, skipping those already present.
+# Usage: cmake/deps.sh [build|test]   (test adds what the test suite needs: clang for the fuzzer)
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2
+)
+if [ "${1:-build}" = test ]; then
+  packages+=(clang-14 libclang-rt-14-dev)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

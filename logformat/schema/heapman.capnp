@@ -1,0 +1,204 @@
+# HeapMan transaction log: the Cap'n Proto parts of the format.
+#
+# The byte layout around these messages (prefix, chunks, hot records, trailer) is in
+# logformat/include/heapman/logformat/format.h and docs/DESIGN.md. This file holds:
+#   - Header: the message after the fixed prefix;
+#   - Index: the footer chunk's message;
+#   - the bodies of EXTENDED records (one struct per ExtKind).
+# Evolution rules (Cap'n Proto's): add fields with new ordinals only; never renumber or retype.
+# Every message is written packed (capnp::writePackedMessage).
+
+@0xe520b7efacdb045a;
+
+$import "/capnp/c++.capnp".namespace("heapman::log::schema");
+
+# ---------------------------------------------------------------------------------------------
+# Header
+
+enum RuntimeKind {
+  nativeMalloc @0;   # glibc malloc family hooked
+  bdwgc @1;          # Boehm-Demers-Weiser collector (libgc.so.1)
+  mono @2;           # Mono runtime (mono-boehm) through its profiler API
+}
+
+struct Runtime {
+  kind @0 :RuntimeKind;
+  version @1 :Text;
+}
+
+struct KeyValue {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+struct Header {
+  recorderVersion @0 :Text;       # release version of the recorder that wrote the log
+  pid @1 :UInt32;
+  parentPid @2 :UInt32;           # for a log of a forked child: the parent's pid, else 0
+  executable @3 :Text;            # /proc/self/exe at start
+  commandLine @4 :List(Text);
+  startWallTimeNs @5 :Int64;      # CLOCK_REALTIME at start, ns since the Unix epoch
+  startClockNs @6 :UInt64;        # the clock below at start; record times are ns after it
+  clock @7 :Text;                 # "monotonic" (CLOCK_MONOTONIC)
+  pointerSize @8 :UInt8;          # bytes per pointer in the recorded process
+  runtimes @9 :List(Runtime);     # runtimes present when recording started
+  options @10 :List(KeyValue);    # recorder options in effect (stack depth, heaps, dump policy)
+  hostname @11 :Text;
+}
+
+# ---------------------------------------------------------------------------------------------
+# Footer index: written last, followed by the 16-byte trailer that points to it.
+
+struct ChunkEntry {
+  offset @0 :UInt64;              # file offset of the chunk header
+  type @1 :UInt16;
+  firstSeq @2 :UInt64;
+  lastSeq @3 :UInt64;             # last sequence number used in the chunk (firstSeq - 1 if none)
+  recordCount @4 :UInt32;
+  gcNumbers @5 :List(UInt32);     # GCs that begin, end or report collected objects in the chunk
+  eventNameIds @6 :List(UInt32);  # LogString ids of custom events in the chunk
+  firstTimeNs @7 :UInt64;
+  lastTimeNs @8 :UInt64;
+}
+
+struct Index {
+  complete @0 :Bool;              # true: the recorder closed the log normally
+  chunks @1 :List(ChunkEntry);    # every chunk before the index, in file order
+  endSeq @2 :UInt64;              # one past the last sequence number written
+  endTimeNs @3 :UInt64;
+  recordCount @4 :UInt64;
+  lostEvents @5 :UInt64;          # sum of Lost.count
+}
+
+# ---------------------------------------------------------------------------------------------
+# EXTENDED record bodies. Definitions carry ids; events get sequence number, time and thread
+# from the record stream around them.
+
+# ExtKind 1 (definition): an interned string (event names, thread names, labels).
+struct LogString {
+  id @0 :UInt32;
+  text @1 :Text;
+}
+
+# ExtKind 2 (definition): a type that allocations name by typeId.
+struct TypeDef {
+  id @0 :UInt32;
+  name @1 :Text;                  # e.g. System.Collections.Generic.List<Game.Enemy>
+  instanceSize @2 :UInt64;        # 0 when unknown or variable
+  descriptor @3 :UInt64;          # runtime handle (MonoClass*, gcj vtable, GC descriptor)
+}
+
+# ExtKind 3 (definition): a managed method that managed stack frames name.
+struct MethodDef {
+  id @0 :UInt32;
+  name @1 :Text;                  # full name, e.g. Game.Level:Spawn (int)
+  handle @2 :UInt64;              # MonoMethod* in the recorded process
+}
+
+# ExtKind 4 (event)
+struct GcBegin {
+  gcNumber @0 :UInt32;
+  heapSize @1 :UInt64;            # bytes of heap the collector manages at begin
+  generation @2 :Int32;           # -1 when the collector has no generations
+}
+
+# ExtKind 5 (event)
+struct GcEnd {
+  gcNumber @0 :UInt32;
+  heapSize @1 :UInt64;
+  freeBytes @2 :UInt64;           # free bytes in the heap after the collection
+  pauseNs @3 :UInt64;             # world-stopped time the recorder measured
+}
+
+enum RootSource {
+  staticData @0;                  # a module's data/bss seen by the collector
+  registered @1;                  # GC_add_roots / mono_gc_register_root
+  threadStack @2;
+  monoStatic @3;
+  monoThreadStatic @4;
+  monoDomain @5;
+  monoHandle @6;
+  monoStack @7;
+  other @8;
+}
+
+# ExtKind 6 (event): a root range registered or removed.
+struct RootRange {
+  added @0 :Bool;
+  address @1 :UInt64;
+  size @2 :UInt64;
+  source @3 :RootSource;
+  label @4 :Text;
+}
+
+struct RootEntry {
+  address @0 :UInt64;
+  size @1 :UInt64;
+  source @2 :RootSource;
+  thread @3 :UInt32;              # thread index for thread stacks
+}
+
+# ExtKind 7 (event): the root ranges the collector scanned in one GC.
+struct RootSet {
+  gcNumber @0 :UInt32;
+  roots @1 :List(RootEntry);
+}
+
+# ExtKind 8 (event): a custom game event (heapman_event / HeapMan.Event).
+struct CustomEvent {
+  nameId @0 :UInt32;              # LogString id
+  payload @1 :Data;
+}
+
+# ExtKind 9 (event): a frame mark.
+struct FrameMark {
+  frame @0 :UInt64;               # frame number, counted by the recorder from 1
+}
+
+# ExtKind 10 (event)
+struct ThreadStart {
+  index @0 :UInt32;               # recorder-assigned thread index, used by THREAD records
+  osTid @1 :UInt32;
+  name @2 :Text;
+  stackLow @3 :UInt64;
+  stackHigh @4 :UInt64;
+}
+
+# ExtKind 11 (event)
+struct ThreadStop {
+  index @0 :UInt32;
+}
+
+struct ModuleSegment {
+  vaddr @0 :UInt64;               # p_vaddr of a PT_LOAD segment
+  memSize @1 :UInt64;
+  flags @2 :UInt32;               # p_flags
+}
+
+# ExtKind 12 (event): a module mapped (at start, and on every dlopen).
+struct ModuleLoad {
+  path @0 :Text;
+  base @1 :UInt64;                # load bias (dlpi_addr)
+  size @2 :UInt64;                # bytes from the lowest to the highest mapped segment
+  buildId @3 :Data;               # NT_GNU_BUILD_ID, empty if none
+  segments @4 :List(ModuleSegment);
+}
+
+# ExtKind 13 (event)
+struct ModuleUnload {
+  base @0 :UInt64;
+}
+
+# ExtKind 14 (event): JIT-compiled code of a managed method.
+struct JitRange {
+  methodId @0 :UInt32;            # MethodDef id
+  codeStart @1 :UInt64;
+  codeSize @2 :UInt64;
+}
+
+# ExtKind 15 (event): events the recorder had to drop.
+struct Lost {
+  count @0 :UInt64;
+  thread @1 :UInt32;
+  reason @2 :Text;
+}

@@ -1,0 +1,268 @@
+#include "capnp_codec.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize-packed.h>
+#include <kj/io.h>
+
+#include "heapman.capnp.h"
+
+namespace heapman::log::detail {
+namespace s = schema;
+
+namespace {
+
+std::vector<uint8_t> pack(capnp::MessageBuilder& msg) {
+  kj::VectorOutputStream out;
+  capnp::writePackedMessage(out, msg);
+  auto a = out.getArray();
+  return std::vector<uint8_t>(a.begin(), a.end());
+}
+
+// Reads a packed message from a bounded span. The traversal limit scales with the input so a
+// small corrupt body cannot make the reader walk gigabytes (amplification guard).
+template <class Fn>
+auto withReader(std::span<const uint8_t> bytes, Fn&& fn) {
+  kj::ArrayInputStream in(kj::arrayPtr(bytes.data(), bytes.size()));
+  capnp::ReaderOptions opts;
+  opts.traversalLimitInWords = 64 + bytes.size() * 16;
+  opts.nestingLimit = 16;
+  capnp::PackedMessageReader reader(in, opts);
+  return fn(reader);
+}
+
+std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
+std::vector<uint8_t> data(capnp::Data::Reader d) { return std::vector<uint8_t>(d.begin(), d.end()); }
+kj::ArrayPtr<const kj::byte> bytesOf(const std::vector<uint8_t>& v) {
+  return kj::arrayPtr(v.data(), v.size());
+}
+
+s::RootSource toSchema(RootSource v) { return static_cast<s::RootSource>(v); }
+RootSource fromSchema(s::RootSource v) {
+  auto raw = static_cast<uint16_t>(v);
+  return raw <= static_cast<uint16_t>(RootSource::kOther) ? static_cast<RootSource>(raw)
+                                                            : RootSource::kOther;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encodeHeader(const Header& h) {
+  capnp::MallocMessageBuilder msg;
+  auto b = msg.initRoot<s::Header>();
+  b.setRecorderVersion(h.recorderVersion);
+  b.setPid(h.pid);
+  b.setParentPid(h.parentPid);
+  b.setExecutable(h.executable);
+  auto cl = b.initCommandLine(h.commandLine.size());
+  for (size_t i = 0; i < h.commandLine.size(); ++i) cl.set(i, h.commandLine[i]);
+  b.setStartWallTimeNs(h.startWallTimeNs);
+  b.setStartClockNs(h.startClockNs);
+  b.setClock(h.clock);
+  b.setPointerSize(h.pointerSize);
+  auto rt = b.initRuntimes(h.runtimes.size());
+  for (size_t i = 0; i < h.runtimes.size(); ++i) {
+    rt[i].setKind(static_cast<s::RuntimeKind>(h.runtimes[i].kind));
+    rt[i].setVersion(h.runtimes[i].version);
+  }
+  auto op = b.initOptions(h.options.size());
+  for (size_t i = 0; i < h.options.size(); ++i) {
+    op[i].setKey(h.options[i].first);
+    op[i].setValue(h.options[i].second);
+  }
+  b.setHostname(h.hostname);
+  return pack(msg);
+}
+
+Header decodeHeader(std::span<const uint8_t> bytes) {
+  return withReader(bytes, [](capnp::MessageReader& m) {
+    auto r = m.getRoot<s::Header>();
+    Header h;
+    h.recorderVersion = text(r.getRecorderVersion());
+    h.pid = r.getPid();
+    h.parentPid = r.getParentPid();
+    h.executable = text(r.getExecutable());
+    for (auto a : r.getCommandLine()) h.commandLine.push_back(text(a));
+    h.startWallTimeNs = r.getStartWallTimeNs();
+    h.startClockNs = r.getStartClockNs();
+    h.clock = text(r.getClock());
+    h.pointerSize = r.getPointerSize();
+    for (auto rt : r.getRuntimes()) {
+      auto k = static_cast<uint16_t>(rt.getKind());
+      h.runtimes.push_back({k <= 2 ? static_cast<Runtime::Kind>(k) : Runtime::Kind::kNativeMalloc,
+                            text(rt.getVersion())});
+    }
+    for (auto kv : r.getOptions()) h.options.emplace_back(text(kv.getKey()), text(kv.getValue()));
+    h.hostname = text(r.getHostname());
+    return h;
+  });
+}
+
+std::vector<uint8_t> encodeIndex(const IndexData& idx) {
+  capnp::MallocMessageBuilder msg;
+  auto b = msg.initRoot<s::Index>();
+  b.setComplete(idx.complete);
+  b.setEndSeq(idx.endSeq);
+  b.setEndTimeNs(idx.endTimeNs);
+  b.setRecordCount(idx.recordCount);
+  b.setLostEvents(idx.lostEvents);
+  auto list = b.initChunks(idx.chunks.size());
+  for (size_t i = 0; i < idx.chunks.size(); ++i) {
+    const IndexEntry& e = idx.chunks[i];
+    auto c = list[i];
+    c.setOffset(e.offset);
+    c.setType(e.type);
+    c.setFirstSeq(e.firstSeq);
+    c.setLastSeq(e.lastSeq);
+    c.setRecordCount(e.recordCount);
+    auto g = c.initGcNumbers(e.gcNumbers.size());
+    for (size_t j = 0; j < e.gcNumbers.size(); ++j) g.set(j, e.gcNumbers[j]);
+    auto ev = c.initEventNameIds(e.eventNameIds.size());
+    for (size_t j = 0; j < e.eventNameIds.size(); ++j) ev.set(j, e.eventNameIds[j]);
+    c.setFirstTimeNs(e.firstTimeNs);
+    c.setLastTimeNs(e.lastTimeNs);
+  }
+  return pack(msg);
+}
+
+IndexData decodeIndex(std::span<const uint8_t> bytes) {
+  return withReader(bytes, [](capnp::MessageReader& m) {
+    auto r = m.getRoot<s::Index>();
+    IndexData idx;
+    idx.complete = r.getComplete();
+    idx.endSeq = r.getEndSeq();
+    idx.endTimeNs = r.getEndTimeNs();
+    idx.recordCount = r.getRecordCount();
+    idx.lostEvents = r.getLostEvents();
+    for (auto c : r.getChunks()) {
+      IndexEntry e;
+      e.offset = c.getOffset();
+      e.type = c.getType();
+      e.firstSeq = c.getFirstSeq();
+      e.lastSeq = c.getLastSeq();
+      e.recordCount = c.getRecordCount();
+      for (auto g : c.getGcNumbers()) e.gcNumbers.push_back(g);
+      for (auto n : c.getEventNameIds()) e.eventNameIds.push_back(n);
+      e.firstTimeNs = c.getFirstTimeNs();
+      e.lastTimeNs = c.getLastTimeNs();
+      idx.chunks.push_back(std::move(e));
+    }
+    return idx;
+  });
+}
+
+// Each encodeBody builds the struct of the same name in heapman.capnp.
+#define HEAPMAN_BODY(Type, ...)                   \
+  std::vector<uint8_t> encodeBody(const Type& r) { \
+    capnp::MallocMessageBuilder msg;              \
+    auto b = msg.initRoot<s::Type>();             \
+    __VA_ARGS__;                                  \
+    return pack(msg);                             \
+  }
+
+HEAPMAN_BODY(LogString, b.setId(r.id); b.setText(r.text))
+HEAPMAN_BODY(TypeDef, b.setId(r.id); b.setName(r.name); b.setInstanceSize(r.instanceSize);
+             b.setDescriptor(r.descriptor))
+HEAPMAN_BODY(MethodDef, b.setId(r.id); b.setName(r.name); b.setHandle(r.handle))
+HEAPMAN_BODY(GcBegin, b.setGcNumber(r.gcNumber); b.setHeapSize(r.heapSize);
+             b.setGeneration(r.generation))
+HEAPMAN_BODY(GcEnd, b.setGcNumber(r.gcNumber); b.setHeapSize(r.heapSize);
+             b.setFreeBytes(r.freeBytes); b.setPauseNs(r.pauseNs))
+HEAPMAN_BODY(RootRange, b.setAdded(r.added); b.setAddress(r.address); b.setSize(r.size);
+             b.setSource(toSchema(r.source)); b.setLabel(r.label))
+HEAPMAN_BODY(RootSet, b.setGcNumber(r.gcNumber); auto l = b.initRoots(r.roots.size());
+             for (size_t i = 0; i < r.roots.size(); ++i) {
+               l[i].setAddress(r.roots[i].address);
+               l[i].setSize(r.roots[i].size);
+               l[i].setSource(toSchema(r.roots[i].source));
+               l[i].setThread(r.roots[i].thread);
+             })
+HEAPMAN_BODY(CustomEvent, b.setNameId(r.nameId); b.setPayload(bytesOf(r.payload)))
+HEAPMAN_BODY(FrameMark, b.setFrame(r.frame))
+HEAPMAN_BODY(ThreadStart, b.setIndex(r.index); b.setOsTid(r.osTid); b.setName(r.name);
+             b.setStackLow(r.stackLow); b.setStackHigh(r.stackHigh))
+HEAPMAN_BODY(ThreadStop, b.setIndex(r.index))
+HEAPMAN_BODY(ModuleLoad, b.setPath(r.path); b.setBase(r.base); b.setSize(r.size);
+             b.setBuildId(bytesOf(r.buildId)); auto l = b.initSegments(r.segments.size());
+             for (size_t i = 0; i < r.segments.size(); ++i) {
+               l[i].setVaddr(r.segments[i].vaddr);
+               l[i].setMemSize(r.segments[i].memSize);
+               l[i].setFlags(r.segments[i].flags);
+             })
+HEAPMAN_BODY(ModuleUnload, b.setBase(r.base))
+HEAPMAN_BODY(JitRange, b.setMethodId(r.methodId); b.setCodeStart(r.codeStart);
+             b.setCodeSize(r.codeSize))
+HEAPMAN_BODY(Lost, b.setCount(r.count); b.setThread(r.lostThread); b.setReason(r.reason))
+#undef HEAPMAN_BODY
+
+std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,
+                                 std::span<const uint8_t> bytes) {
+  if (kind == 0 || kind > kExtKindMax) return std::nullopt;
+  return withReader(bytes, [&](capnp::MessageReader& m) -> std::optional<Record> {
+    switch (static_cast<ExtKind>(kind)) {
+      case ExtKind::kString: {
+        auto r = m.getRoot<s::LogString>();
+        return LogString{r.getId(), text(r.getText())};
+      }
+      case ExtKind::kTypeDef: {
+        auto r = m.getRoot<s::TypeDef>();
+        return TypeDef{r.getId(), text(r.getName()), r.getInstanceSize(), r.getDescriptor()};
+      }
+      case ExtKind::kMethodDef: {
+        auto r = m.getRoot<s::MethodDef>();
+        return MethodDef{r.getId(), text(r.getName()), r.getHandle()};
+      }
+      case ExtKind::kGcBegin: {
+        auto r = m.getRoot<s::GcBegin>();
+        return GcBegin{ev, r.getGcNumber(), r.getHeapSize(), r.getGeneration()};
+      }
+      case ExtKind::kGcEnd: {
+        auto r = m.getRoot<s::GcEnd>();
+        return GcEnd{ev, r.getGcNumber(), r.getHeapSize(), r.getFreeBytes(), r.getPauseNs()};
+      }
+      case ExtKind::kRootRange: {
+        auto r = m.getRoot<s::RootRange>();
+        return RootRange{ev, r.getAdded(), r.getAddress(), r.getSize(), fromSchema(r.getSource()),
+                         text(r.getLabel())};
+      }
+      case ExtKind::kRootSet: {
+        auto r = m.getRoot<s::RootSet>();
+        RootSet out{ev, r.getGcNumber(), {}};
+        for (auto e : r.getRoots())
+          out.roots.push_back({e.getAddress(), e.getSize(), fromSchema(e.getSource()), e.getThread()});
+        return out;
+      }
+      case ExtKind::kCustomEvent: {
+        auto r = m.getRoot<s::CustomEvent>();
+        return CustomEvent{ev, r.getNameId(), data(r.getPayload())};
+      }
+      case ExtKind::kFrameMark:
+        return FrameMark{ev, m.getRoot<s::FrameMark>().getFrame()};
+      case ExtKind::kThreadStart: {
+        auto r = m.getRoot<s::ThreadStart>();
+        return ThreadStart{ev, r.getIndex(), r.getOsTid(), text(r.getName()), r.getStackLow(),
+                           r.getStackHigh()};
+      }
+      case ExtKind::kThreadStop:
+        return ThreadStop{ev, m.getRoot<s::ThreadStop>().getIndex()};
+      case ExtKind::kModuleLoad: {
+        auto r = m.getRoot<s::ModuleLoad>();
+        ModuleLoad out{ev, text(r.getPath()), r.getBase(), r.getSize(), data(r.getBuildId()), {}};
+        for (auto seg : r.getSegments())
+          out.segments.push_back({seg.getVaddr(), seg.getMemSize(), seg.getFlags()});
+        return out;
+      }
+      case ExtKind::kModuleUnload:
+        return ModuleUnload{ev, m.getRoot<s::ModuleUnload>().getBase()};
+      case ExtKind::kJitRange: {
+        auto r = m.getRoot<s::JitRange>();
+        return JitRange{ev, r.getMethodId(), r.getCodeStart(), r.getCodeSize()};
+      }
+      case ExtKind::kLost: {
+        auto r = m.getRoot<s::Lost>();
+        return Lost{ev, r.getCount(), r.getThread(), text(r.getReason())};
+      }
+    }
+    return std::nullopt;
+  });
+}
+
+}  // namespace heapman::log::detail

@@ -1,0 +1,383 @@
+#include "heapman/logformat/reader.h"
+
+#include <fcntl.h>
+#include <lz4.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <kj/exception.h>
+
+#include "capnp_codec.h"
+
+namespace heapman::log {
+
+namespace {
+
+std::string hex64(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%016llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string describe(const kj::Exception& e) { return e.getDescription().cStr(); }
+
+}  // namespace
+
+struct LogReader::Storage {
+  std::string name;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  void* map = nullptr;
+  size_t mapLength = 0;
+  std::vector<uint8_t> owned;
+
+  ~Storage() {
+    if (map) munmap(map, mapLength);
+  }
+};
+
+namespace detail {
+
+void throwBadRecord(uint64_t where, int64_t chunk, const std::string& what) {
+  throw FormatError(ErrorCode::kBadRecord, where, chunk, "records do not decode: " + what);
+}
+
+std::optional<Record> decodeExtended(uint32_t kind, const EventCommon& ev,
+                                     std::span<const uint8_t> body, uint64_t where,
+                                     int64_t chunk) {
+  try {
+    return decodeBody(kind, ev, body);
+  } catch (const kj::Exception& e) {
+    throwBadRecord(where, chunk, "extended record " + std::to_string(kind) + ": " + describe(e));
+  }
+}
+
+}  // namespace detail
+
+LogReader::LogReader(std::unique_ptr<Storage> s) : storage_(std::move(s)) {
+  parsePrefix();
+  if (!tryFooter()) scan();
+}
+LogReader::LogReader(LogReader&&) noexcept = default;
+LogReader& LogReader::operator=(LogReader&&) noexcept = default;
+LogReader::~LogReader() = default;
+
+const std::string& LogReader::name() const { return storage_->name; }
+uint64_t LogReader::fileSize() const { return storage_->size; }
+std::span<const uint8_t> LogReader::bytes() const { return {storage_->data, storage_->size}; }
+
+LogReader LogReader::open(const std::string& path) {
+  auto s = std::make_unique<Storage>();
+  s->name = path;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
+                      std::string("cannot open: ") + std::strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
+                      std::string("cannot stat: ") + std::strerror(e));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
+                      "is a directory; give the path of a log file written by heaprec");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
+                      "is not a regular file; copy the log to a file first");
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    throw FormatError(ErrorCode::kEmpty, 0, FormatError::kNoChunk,
+                      "is empty (0 bytes): the recorder wrote nothing; record again");
+  }
+  s->mapLength = static_cast<size_t>(st.st_size);
+  void* m = mmap(nullptr, s->mapLength, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) {
+    throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
+                      std::string("cannot map: ") + std::strerror(e));
+  }
+  madvise(m, s->mapLength, MADV_SEQUENTIAL);
+  s->map = m;
+  s->data = static_cast<const uint8_t*>(m);
+  s->size = s->mapLength;
+  return LogReader(std::move(s));
+}
+
+LogReader LogReader::fromBytes(std::vector<uint8_t> bytes, std::string name) {
+  auto s = std::make_unique<Storage>();
+  s->name = std::move(name);
+  s->owned = std::move(bytes);
+  s->data = s->owned.data();
+  s->size = s->owned.size();
+  if (s->size == 0) {
+    throw FormatError(ErrorCode::kEmpty, 0, FormatError::kNoChunk,
+                      "is empty (0 bytes): the recorder wrote nothing; record again");
+  }
+  return LogReader(std::move(s));
+}
+
+void LogReader::parsePrefix() {
+  const uint8_t* d = storage_->data;
+  size_t size = storage_->size;
+  size_t cmp = std::min<size_t>(size, 8);
+  if (std::memcmp(d, kMagic, cmp) != 0) {
+    throw FormatError(ErrorCode::kNotALog, 0, FormatError::kNoChunk,
+                      "is not a HeapMan log (no \"HEAPMAN\" magic at byte 0); "
+                      "record one with `heaprec run -- PROGRAM`");
+  }
+  if (size < kPrefixSize) {
+    throw FormatError(ErrorCode::kTruncatedHeader, size, FormatError::kNoChunk,
+                      "ends inside the file prefix (" + std::to_string(size) + " of " +
+                          std::to_string(kPrefixSize) + " bytes): nothing can be read");
+  }
+  major_ = static_cast<uint16_t>(loadLe(d + 8, 2));
+  minor_ = static_cast<uint16_t>(loadLe(d + 10, 2));
+  std::string ver = std::to_string(major_) + "." + std::to_string(minor_);
+  std::string ours = std::to_string(kFormatMajor) + ".x";
+  if (major_ > kFormatMajor) {
+    throw FormatError(ErrorCode::kNewerVersion, 8, FormatError::kNoChunk,
+                      "uses log format " + ver + ", newer than this heapman reads (" + ours +
+                          "); upgrade heapman to read it");
+  }
+  if (major_ < kOldestMajor) {
+    throw FormatError(ErrorCode::kOlderVersion, 8, FormatError::kNoChunk,
+                      "uses log format " + ver + ", older than this heapman supports (" +
+                          std::to_string(kOldestMajor) + ".0 or later); read it with an older "
+                          "heapman release");
+  }
+  uint64_t hlen = loadLe(d + 12, 4);
+  if (hlen > kMaxHeaderLength) {
+    throw FormatError(ErrorCode::kBadHeader, 12, FormatError::kNoChunk,
+                      "header length " + std::to_string(hlen) + " is implausible: corrupt prefix");
+  }
+  if (kPrefixSize + hlen > size) {
+    throw FormatError(ErrorCode::kTruncatedHeader, size, FormatError::kNoChunk,
+                      "ends inside the header (needs " + std::to_string(kPrefixSize + hlen) +
+                          " bytes, file has " + std::to_string(size) + "): nothing can be read");
+  }
+  uint64_t want = loadLe(d + 16, 8);
+  uint64_t got = XXH3_64bits(d + kPrefixSize, hlen);
+  if (want != got) {
+    throw FormatError(ErrorCode::kBadHeader, kPrefixSize, FormatError::kNoChunk,
+                      "header checksum mismatch (stored " + hex64(want) + ", computed " +
+                          hex64(got) + "): the header is corrupt");
+  }
+  try {
+    header_ = detail::decodeHeader({d + kPrefixSize, static_cast<size_t>(hlen)});
+  } catch (const kj::Exception& e) {
+    throw FormatError(ErrorCode::kBadHeader, kPrefixSize, FormatError::kNoChunk,
+                      "header does not decode: " + describe(e));
+  }
+  firstChunkOffset_ = kPrefixSize + hlen;
+}
+
+ChunkHeader LogReader::readChunkHeader(uint64_t offset, uint32_t number) const {
+  const uint8_t* h = storage_->data + offset;
+  if (std::memcmp(h, kChunkMagic, 4) != 0) {
+    throw FormatError(ErrorCode::kBadChunkHeader, offset, number,
+                      "no chunk magic \"HMCK\": the log is corrupt here");
+  }
+  ChunkHeader c;
+  c.type = static_cast<uint16_t>(loadLe(h + 4, 2));
+  c.flags = static_cast<uint16_t>(loadLe(h + 6, 2));
+  c.storedLength = static_cast<uint32_t>(loadLe(h + 8, 4));
+  c.rawLength = static_cast<uint32_t>(loadLe(h + 12, 4));
+  c.firstSeq = loadLe(h + 16, 8);
+  c.recordCount = static_cast<uint32_t>(loadLe(h + 24, 4));
+  c.headerCheck = static_cast<uint32_t>(loadLe(h + 28, 4));
+  c.payloadChecksum = loadLe(h + 32, 8);
+  if (c.headerCheck != static_cast<uint32_t>(XXH3_64bits(h, 28))) {
+    throw FormatError(ErrorCode::kBadChunkHeader, offset, number,
+                      "chunk header check mismatch: the chunk's lengths cannot be trusted");
+  }
+  if (c.rawLength > kMaxChunkRaw || c.storedLength > kMaxChunkRaw ||
+      (!(c.flags & kChunkFlagLz4) && c.storedLength != c.rawLength)) {
+    throw FormatError(ErrorCode::kBadChunkHeader, offset, number,
+                      "chunk lengths are inconsistent (stored " + std::to_string(c.storedLength) +
+                          ", raw " + std::to_string(c.rawLength) + ")");
+  }
+  if (c.flags & ~kChunkFlagLz4) {
+    throw FormatError(ErrorCode::kBadChunkHeader, offset, number,
+                      "unknown chunk flags " + std::to_string(c.flags) +
+                          " (written by a newer HeapMan? upgrade heapman)");
+  }
+  return c;
+}
+
+bool LogReader::tryFooter() {
+  const uint8_t* d = storage_->data;
+  uint64_t size = storage_->size;
+  if (size < firstChunkOffset_ + kChunkHeaderSize + kTrailerSize) return false;
+  const uint8_t* tr = d + size - kTrailerSize;
+  if (std::memcmp(tr + 8, kFooterMagic, 8) != 0) return false;
+  uint64_t idxOff = loadLe(tr, 8);
+  if (idxOff < firstChunkOffset_ || idxOff > size - kTrailerSize - kChunkHeaderSize) return false;
+  try {
+    ChunkRef idx;
+    idx.offset = idxOff;
+    idx.header = readChunkHeader(idxOff, 0);
+    if (idx.header.type != static_cast<uint16_t>(ChunkType::kIndex) ||
+        idx.end() != size - kTrailerSize)
+      return false;
+    std::vector<uint8_t> buf;
+    IndexData index = detail::decodeIndex(payload(idx, buf));
+    std::vector<ChunkRef> chunks;
+    uint64_t expect = firstChunkOffset_;
+    for (const IndexEntry& e : index.chunks) {
+      if (e.offset != expect || e.offset > idxOff - kChunkHeaderSize) return false;
+      ChunkRef c;
+      c.number = static_cast<uint32_t>(chunks.size());
+      c.offset = e.offset;
+      c.header = readChunkHeader(e.offset, c.number);
+      if (c.header.type != e.type || c.header.firstSeq != e.firstSeq ||
+          c.header.recordCount != e.recordCount || c.end() > idxOff)
+        return false;
+      expect = c.end();
+      chunks.push_back(c);
+    }
+    if (expect != idxOff) return false;
+    chunks_ = std::move(chunks);
+    index_ = std::move(index);
+    end_ = LogEnd{true, size, size, ""};
+    return true;
+  } catch (const FormatError&) {
+    return false;  // scan() finds and reports the problem with its position
+  } catch (const kj::Exception&) {
+    return false;
+  }
+}
+
+void LogReader::scan() {
+  const uint8_t* d = storage_->data;
+  uint64_t size = storage_->size;
+  uint64_t off = firstChunkOffset_;
+  chunks_.clear();
+  auto truncated = [&](uint64_t intact, std::string why) {
+    end_ = LogEnd{false, intact, size,
+                  why + "; " + std::to_string(chunks_.size()) + " intact chunk" +
+                      (chunks_.size() == 1 ? "" : "s") + " end at byte " +
+                      std::to_string(intact)};
+  };
+  for (;;) {
+    uint32_t n = static_cast<uint32_t>(chunks_.size());
+    if (off == size) {
+      truncated(off, "no footer (the recorder did not finish)");
+      return;
+    }
+    if (size - off < kChunkHeaderSize) {
+      truncated(off, "the file ends inside the header of chunk " + std::to_string(n) +
+                         " at byte " + std::to_string(off));
+      return;
+    }
+    ChunkRef c;
+    c.number = n;
+    c.offset = off;
+    c.header = readChunkHeader(off, n);
+    if (c.end() > size) {
+      truncated(off, "chunk " + std::to_string(n) + " at byte " + std::to_string(off) +
+                         " is cut short (needs " + std::to_string(c.end() - off) +
+                         " bytes, the file has " + std::to_string(size - off) + ")");
+      return;
+    }
+    if (c.header.type == static_cast<uint16_t>(ChunkType::kIndex)) {
+      std::vector<uint8_t> buf;
+      auto raw = payload(c, buf);
+      uint64_t after = c.end();
+      if (size - after < kTrailerSize) {
+        truncated(off, "the file ends inside the footer trailer at byte " + std::to_string(size));
+        return;
+      }
+      const uint8_t* tr = d + after;
+      if (size - after > kTrailerSize || std::memcmp(tr + 8, kFooterMagic, 8) != 0 ||
+          loadLe(tr, 8) != off) {
+        throw FormatError(ErrorCode::kBadFooter, after, FormatError::kNoChunk,
+                          "footer trailer after the index chunk at byte " + std::to_string(off) +
+                              " is corrupt");
+      }
+      try {
+        index_ = detail::decodeIndex(raw);
+      } catch (const kj::Exception& e) {
+        throw FormatError(ErrorCode::kBadFooter, off, n, "index does not decode: " + describe(e));
+      }
+      // The trailer and checksums were fine but tryFooter() refused: index and chunks disagree.
+      throw FormatError(ErrorCode::kBadFooter, off, n,
+                        "the footer index does not match the chunks in the file");
+    }
+    chunks_.push_back(c);
+    off = c.end();
+  }
+}
+
+std::span<const uint8_t> LogReader::payload(const ChunkRef& c, std::vector<uint8_t>& buffer) const {
+  const uint8_t* stored = storage_->data + c.offset + kChunkHeaderSize;
+  uint64_t got = XXH3_64bits(stored, c.header.storedLength);
+  if (got != c.header.payloadChecksum) {
+    throw FormatError(ErrorCode::kBadChecksum, c.offset, c.number,
+                      "payload checksum mismatch (stored " + hex64(c.header.payloadChecksum) +
+                          ", computed " + hex64(got) + "): chunk " + std::to_string(c.number) +
+                          " is corrupt");
+  }
+  if (!(c.header.flags & kChunkFlagLz4)) return {stored, c.header.storedLength};
+  buffer.resize(c.header.rawLength);
+  int n = LZ4_decompress_safe(reinterpret_cast<const char*>(stored),
+                              reinterpret_cast<char*>(buffer.data()),
+                              static_cast<int>(c.header.storedLength),
+                              static_cast<int>(c.header.rawLength));
+  if (n < 0 || static_cast<uint32_t>(n) != c.header.rawLength) {
+    throw FormatError(ErrorCode::kBadPayload, c.offset, c.number,
+                      "payload does not decompress to its declared " +
+                          std::to_string(c.header.rawLength) + " bytes");
+  }
+  return {buffer.data(), buffer.size()};
+}
+
+void LogReader::checkCount(const ChunkRef& c, uint32_t decoded) const {
+  if (decoded != c.header.recordCount) {
+    throw FormatError(ErrorCode::kBadRecord, c.offset, c.number,
+                      "chunk declares " + std::to_string(c.header.recordCount) +
+                          " records but holds " + std::to_string(decoded));
+  }
+}
+
+std::vector<RamSegment> LogReader::ramSegments(const ChunkRef& c) const {
+  std::vector<uint8_t> buf;
+  auto raw = payload(c, buf);
+  std::vector<RamSegment> out;
+  try {
+    ByteCursor in(raw.data(), raw.data() + raw.size());
+    while (!in.atEnd()) {
+      RamSegment s;
+      s.kind = static_cast<SegmentKind>(in.byte());
+      uint8_t flags = in.byte();
+      s.gcNumber = static_cast<uint32_t>(in.varint());
+      s.address = in.varint();
+      s.length = in.varint();
+      s.hash = in.u64();
+      s.hasBytes = flags & 1;
+      if (s.hasBytes) {
+        const uint8_t* p = in.take(s.length);
+        s.bytes.assign(p, p + s.length);
+      }
+      out.push_back(std::move(s));
+    }
+  } catch (const CursorOverrun& e) {
+    detail::throwBadRecord(c.offset, c.number, e.what());
+  }
+  checkCount(c, static_cast<uint32_t>(out.size()));
+  return out;
+}
+
+}  // namespace heapman::log

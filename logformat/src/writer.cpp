@@ -1,0 +1,498 @@
+#include "heapman/logformat/writer.h"
+
+#include <errno.h>
+#include <lz4.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "capnp_codec.h"
+
+namespace heapman::log {
+
+bool FdSink::write(const void* data, size_t n) {
+  auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      error_ = std::strerror(errno);
+      return false;
+    }
+    if (w == 0) {
+      error_ = "write returned 0";
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool MemorySink::write(const void* data, size_t n) {
+  auto* p = static_cast<const uint8_t*>(data);
+  bytes.insert(bytes.end(), p, p + n);
+  return true;
+}
+
+// Per-chunk encoder state mirrors the decoder state in format.h; reset by resetChunk().
+struct LogWriter::Impl {
+  ByteBuffer t, a, s, m;
+  uint32_t count = 0;
+  bool haveEvent = false;
+  uint64_t chunkFirstSeq = 0;
+  uint64_t nextSeq = 0;
+  uint64_t curTime = 0;
+  uint32_t curThread = 0;
+  uint64_t lastAddress = 0;
+  uint64_t lastFrame = 0;
+  uint32_t lastNodeId = 0;
+  uint64_t allocRing[kRingSize] = {};
+  uint64_t freeRing[kRingSize] = {};
+  uint32_t allocHead = 0;
+  uint32_t freeHead = 0;
+  IndexEntry entry;
+
+  ByteBuffer ram;
+  uint32_t ramCount = 0;
+  IndexEntry ramEntry;
+  std::unordered_set<uint64_t> ramHashes;
+
+  uint64_t globalNextSeq = 0;  // one past the last event's sequence number
+  uint64_t endTime = 0;
+  IndexData index;
+  std::vector<uint8_t> scratch;
+
+  void resetChunk() {
+    t.clear(), a.clear(), s.clear(), m.clear();
+    count = 0;
+    haveEvent = false;
+    curTime = 0;
+    curThread = 0;
+    lastAddress = 0;
+    lastFrame = 0;
+    lastNodeId = 0;
+    std::memset(allocRing, 0, sizeof allocRing);
+    std::memset(freeRing, 0, sizeof freeRing);
+    allocHead = freeHead = 0;
+    entry = IndexEntry{};
+  }
+  size_t rawSize() const { return t.size() + a.size() + s.size() + m.size() + 15; }
+
+  static int ringFind(const uint64_t* ring, uint32_t head, uint64_t addr) {
+    for (uint32_t d = 0; d < kRingSize; ++d)
+      if (ring[(head - 1 - d) & (kRingSize - 1)] == addr) return static_cast<int>(d);
+    return -1;
+  }
+  static void ringPush(uint64_t* ring, uint32_t& head, uint64_t addr) {
+    ring[head & (kRingSize - 1)] = addr;
+    ++head;
+  }
+  void putAddress(uint64_t addr) {
+    a.putZigzag(static_cast<int64_t>(addr - lastAddress));
+    lastAddress = addr;
+  }
+  void noteGc(uint32_t gc, IndexEntry& e) {
+    if (e.gcNumbers.empty() || e.gcNumbers.back() != gc) {
+      if (std::find(e.gcNumbers.begin(), e.gcNumbers.end(), gc) == e.gcNumbers.end())
+        e.gcNumbers.push_back(gc);
+    }
+  }
+};
+
+LogWriter::LogWriter(Sink& sink, const Header& header, WriterOptions options)
+    : sink_(sink), options_(options), impl_(std::make_unique<Impl>()) {
+  impl_->resetChunk();
+  std::vector<uint8_t> body = detail::encodeHeader(header);
+  uint8_t prefix[kPrefixSize];
+  std::memcpy(prefix, kMagic, 8);
+  storeLe(prefix + 8, kFormatMajor, 2);
+  storeLe(prefix + 10, kFormatMinor, 2);
+  storeLe(prefix + 12, body.size(), 4);
+  storeLe(prefix + 16, XXH3_64bits(body.data(), body.size()), 8);
+  if (emit(prefix, sizeof prefix)) emit(body.data(), body.size());
+}
+
+LogWriter::~LogWriter() = default;
+
+void LogWriter::fail(const std::string& why) {
+  if (ok_) error_ = why;
+  ok_ = false;
+}
+
+bool LogWriter::emit(const void* p, size_t n) {
+  if (!ok_) return false;
+  if (!sink_.write(p, n)) {
+    std::string e = sink_.error();
+    fail(e.empty() ? std::string("write failed") : e);
+    return false;
+  }
+  offset_ += n;
+  return true;
+}
+
+void LogWriter::noteTime(const EventCommon& ev) {
+  Impl& d = *impl_;
+  if (ev.timeNs != d.curTime) {
+    d.t.putByte(tag::kTime);
+    d.m.putZigzag(static_cast<int64_t>(ev.timeNs - d.curTime));
+    d.curTime = ev.timeNs;
+    ++d.count;
+  }
+  if (ev.thread != d.curThread) {
+    d.t.putByte(tag::kThread);
+    d.m.putVarint(ev.thread);
+    d.curThread = ev.thread;
+    ++d.count;
+  }
+}
+
+// Emits TIME/THREAD as needed and computes the sequence encoding of an event. The caller writes
+// the event's tag next, then (when explicitSeq) zz(seqDelta) into M.
+void LogWriter::beginEvent(const EventCommon& ev, bool& explicitSeq, int64_t& seqDelta) {
+  Impl& d = *impl_;
+  if (!d.haveEvent) {
+    d.haveEvent = true;
+    d.chunkFirstSeq = ev.seq;
+    d.nextSeq = ev.seq;
+    d.entry.firstTimeNs = ev.timeNs;
+  }
+  noteTime(ev);
+  explicitSeq = ev.seq != d.nextSeq;
+  seqDelta = static_cast<int64_t>(ev.seq - d.nextSeq);
+  d.nextSeq = ev.seq + 1;
+  d.entry.lastTimeNs = ev.timeNs;
+  d.endTime = std::max(d.endTime, ev.timeNs);
+}
+
+void LogWriter::afterRecord() {
+  ++impl_->count;
+  if (impl_->rawSize() >= options_.recordsChunkBytes) flushRecords();
+}
+
+void LogWriter::write(const Alloc& r) {
+  if (!ok_) return;
+  Impl& d = *impl_;
+  bool explicitSeq;
+  int64_t delta;
+  beginEvent(r.ev, explicitSeq, delta);
+  int ring = Impl::ringFind(d.freeRing, d.freeHead, r.address);
+  uint8_t t = tag::kAlloc | static_cast<uint8_t>(static_cast<uint8_t>(r.heap) & 7);
+  if (r.typeId) t |= tag::kAllocHasType;
+  if (explicitSeq) t |= tag::kAllocExplicitSeq;
+  if (ring >= 0) t |= tag::kAllocRing;
+  d.t.putByte(t);
+  if (explicitSeq) d.m.putZigzag(delta);
+  if (ring >= 0) {
+    d.a.putByte(static_cast<uint8_t>(ring));
+    d.lastAddress = r.address;
+  } else {
+    d.putAddress(r.address);
+  }
+  Impl::ringPush(d.allocRing, d.allocHead, r.address);
+  d.s.putVarint(r.size);
+  d.s.putVarint(r.actualSize - r.size);
+  d.s.putVarint(r.stackId);
+  if (r.typeId) d.s.putVarint(r.typeId);
+  afterRecord();
+}
+
+void LogWriter::write(const Free& r) {
+  if (!ok_) return;
+  Impl& d = *impl_;
+  bool explicitSeq;
+  int64_t delta;
+  beginEvent(r.ev, explicitSeq, delta);
+  int ring = Impl::ringFind(d.allocRing, d.allocHead, r.address);
+  uint8_t t = tag::kFree | static_cast<uint8_t>(static_cast<uint8_t>(r.heap) & 7);
+  if (ring >= 0) t |= tag::kFreeRing;
+  if (explicitSeq) t |= tag::kFreeExplicitSeq;
+  d.t.putByte(t);
+  if (explicitSeq) d.m.putZigzag(delta);
+  if (ring >= 0) {
+    d.a.putByte(static_cast<uint8_t>(ring));
+    d.lastAddress = r.address;
+  } else {
+    d.putAddress(r.address);
+  }
+  Impl::ringPush(d.freeRing, d.freeHead, r.address);
+  afterRecord();
+}
+
+void LogWriter::write(const Realloc& r) {
+  if (!ok_) return;
+  Impl& d = *impl_;
+  bool explicitSeq;
+  int64_t delta;
+  beginEvent(r.ev, explicitSeq, delta);
+  d.t.putByte(tag::kRealloc | static_cast<uint8_t>(static_cast<uint8_t>(r.heap) & 7));
+  d.m.putVarint((explicitSeq ? 1u : 0u) | (r.typeId ? 2u : 0u));
+  if (explicitSeq) d.m.putZigzag(delta);
+  d.putAddress(r.oldAddress);
+  d.a.putZigzag(static_cast<int64_t>(r.newAddress - r.oldAddress));
+  d.lastAddress = r.newAddress;
+  Impl::ringPush(d.freeRing, d.freeHead, r.oldAddress);
+  Impl::ringPush(d.allocRing, d.allocHead, r.newAddress);
+  d.s.putVarint(r.size);
+  d.s.putVarint(r.actualSize - r.size);
+  d.s.putVarint(r.stackId);
+  if (r.typeId) d.s.putVarint(r.typeId);
+  afterRecord();
+}
+
+void LogWriter::write(const StackNode& r) {
+  if (!ok_) return;
+  Impl& d = *impl_;
+  d.t.putByte(r.managed ? tag::kStackManaged : tag::kStackNative);
+  d.m.putZigzag(static_cast<int64_t>(r.id) - static_cast<int64_t>(d.lastNodeId));
+  d.m.putZigzag(static_cast<int64_t>(r.id) - static_cast<int64_t>(r.parent));
+  d.m.putZigzag(static_cast<int64_t>(r.frame - d.lastFrame));
+  d.lastNodeId = r.id;
+  d.lastFrame = r.frame;
+  afterRecord();
+}
+
+void LogWriter::write(const Collected& r) {
+  if (!ok_) return;
+  std::vector<uint64_t> sorted = r.addresses;
+  std::sort(sorted.begin(), sorted.end());
+  size_t perRecord = std::max<uint32_t>(1, options_.maxCollectedPerRecord);
+  size_t i = 0;
+  do {
+    Impl& d = *impl_;  // flushRecords() keeps impl_, only resets its state
+    size_t n = std::min(perRecord, sorted.size() - i);
+    d.t.putByte(tag::kCollected);
+    d.m.putVarint(r.gcNumber);
+    d.m.putVarint(n);
+    uint64_t prev = 0;
+    for (size_t k = 0; k < n; ++k) {
+      d.m.putVarint(sorted[i + k] - prev);
+      prev = sorted[i + k];
+    }
+    d.noteGc(r.gcNumber, d.entry);
+    i += n;
+    afterRecord();
+  } while (i < sorted.size() && ok_);
+}
+
+void LogWriter::writeExtended(ExtKind kind, const EventCommon* ev,
+                              const std::vector<uint8_t>& body) {
+  Impl& d = *impl_;
+  bool explicitSeq = false;
+  int64_t delta = 0;
+  if (ev) beginEvent(*ev, explicitSeq, delta);
+  d.t.putByte(tag::kExtended);
+  d.m.putVarint(static_cast<uint32_t>(kind));
+  d.m.putVarint((explicitSeq ? 1u : 0u) | (ev ? 2u : 0u));
+  if (explicitSeq) d.m.putZigzag(delta);
+  d.m.putVarint(body.size());
+  d.m.putBytes(body.data(), body.size());
+  afterRecord();
+}
+
+#define HEAPMAN_DEF(Type, Kind) \
+  void LogWriter::write(const Type& r) { \
+    if (ok_) writeExtended(ExtKind::Kind, nullptr, detail::encodeBody(r)); \
+  }
+#define HEAPMAN_EVENT(Type, Kind) \
+  void LogWriter::write(const Type& r) { \
+    if (ok_) writeExtended(ExtKind::Kind, &r.ev, detail::encodeBody(r)); \
+  }
+HEAPMAN_DEF(LogString, kString)
+HEAPMAN_DEF(TypeDef, kTypeDef)
+HEAPMAN_DEF(MethodDef, kMethodDef)
+HEAPMAN_EVENT(RootRange, kRootRange)
+HEAPMAN_EVENT(FrameMark, kFrameMark)
+HEAPMAN_EVENT(ThreadStart, kThreadStart)
+HEAPMAN_EVENT(ThreadStop, kThreadStop)
+HEAPMAN_EVENT(ModuleLoad, kModuleLoad)
+HEAPMAN_EVENT(ModuleUnload, kModuleUnload)
+HEAPMAN_EVENT(JitRange, kJitRange)
+#undef HEAPMAN_DEF
+#undef HEAPMAN_EVENT
+
+void LogWriter::write(const GcBegin& r) {
+  if (!ok_) return;
+  impl_->noteGc(r.gcNumber, impl_->entry);
+  writeExtended(ExtKind::kGcBegin, &r.ev, detail::encodeBody(r));
+}
+
+void LogWriter::write(const GcEnd& r) {
+  if (!ok_) return;
+  impl_->noteGc(r.gcNumber, impl_->entry);
+  writeExtended(ExtKind::kGcEnd, &r.ev, detail::encodeBody(r));
+}
+
+void LogWriter::write(const RootSet& r) {
+  if (!ok_) return;
+  impl_->noteGc(r.gcNumber, impl_->entry);
+  writeExtended(ExtKind::kRootSet, &r.ev, detail::encodeBody(r));
+}
+
+void LogWriter::write(const CustomEvent& r) {
+  if (!ok_) return;
+  auto& ids = impl_->entry.eventNameIds;
+  if (std::find(ids.begin(), ids.end(), r.nameId) == ids.end()) ids.push_back(r.nameId);
+  writeExtended(ExtKind::kCustomEvent, &r.ev, detail::encodeBody(r));
+}
+
+void LogWriter::write(const Lost& r) {
+  if (!ok_) return;
+  impl_->index.lostEvents += r.count;
+  writeExtended(ExtKind::kLost, &r.ev, detail::encodeBody(r));
+}
+
+void LogWriter::write(const Record& r) {
+  std::visit([this](const auto& x) { write(x); }, r);
+}
+
+void LogWriter::write(const RamSegment& r) {
+  if (!ok_) return;
+  Impl& d = *impl_;
+  auto put = [&](uint64_t address, uint64_t length, uint64_t hash, const uint8_t* bytes) {
+    if (d.ramCount == 0) d.ramEntry = IndexEntry{};
+    d.ram.putByte(static_cast<uint8_t>(r.kind));
+    d.ram.putByte(bytes ? 1 : 0);
+    d.ram.putVarint(r.gcNumber);
+    d.ram.putVarint(address);
+    d.ram.putVarint(length);
+    d.ram.putU64(hash);
+    if (bytes) d.ram.putBytes(bytes, length);
+    d.noteGc(r.gcNumber, d.ramEntry);
+    ++d.ramCount;
+    if (d.ram.size() >= options_.ramChunkBytes) flushRam();
+  };
+  if (!r.hasBytes) {
+    put(r.address, r.length, r.hash, nullptr);
+    return;
+  }
+  if (r.bytes.size() != r.length) {
+    fail("RAM segment length does not match its bytes");
+    return;
+  }
+  uint64_t piece = std::max<uint32_t>(1, options_.maxSegmentBytes);
+  uint64_t off = 0;
+  do {
+    uint64_t n = std::min(piece, r.length - off);
+    const uint8_t* p = r.bytes.data() + off;
+    uint64_t h = XXH3_64bits(p, n);
+    bool fresh = impl_->ramHashes.insert(h).second;
+    put(r.address + off, n, h, fresh ? p : nullptr);
+    off += n;
+  } while (off < r.length && ok_);
+}
+
+void LogWriter::writeChunk(uint16_t type, const uint8_t* raw, size_t rawLen, uint64_t firstSeq,
+                           uint32_t count, IndexEntry* entry) {
+  if (!ok_) return;
+  if (rawLen > kMaxChunkRaw) {
+    fail("chunk larger than the format allows");
+    return;
+  }
+  const uint8_t* stored = raw;
+  size_t storedLen = rawLen;
+  uint16_t flags = 0;
+  if (options_.compress && rawLen > 0) {
+    auto& buf = impl_->scratch;
+    buf.resize(static_cast<size_t>(LZ4_compressBound(static_cast<int>(rawLen))));
+    int n = LZ4_compress_default(reinterpret_cast<const char*>(raw),
+                                 reinterpret_cast<char*>(buf.data()), static_cast<int>(rawLen),
+                                 static_cast<int>(buf.size()));
+    if (n > 0 && static_cast<size_t>(n) < rawLen) {
+      stored = buf.data();
+      storedLen = static_cast<size_t>(n);
+      flags = kChunkFlagLz4;
+    }
+  }
+  uint8_t h[kChunkHeaderSize];
+  std::memcpy(h, kChunkMagic, 4);
+  storeLe(h + 4, type, 2);
+  storeLe(h + 6, flags, 2);
+  storeLe(h + 8, storedLen, 4);
+  storeLe(h + 12, rawLen, 4);
+  storeLe(h + 16, firstSeq, 8);
+  storeLe(h + 24, count, 4);
+  storeLe(h + 28, static_cast<uint32_t>(XXH3_64bits(h, 28)), 4);
+  storeLe(h + 32, XXH3_64bits(stored, storedLen), 8);
+  uint64_t at = offset_;
+  if (!emit(h, sizeof h) || !emit(stored, storedLen)) return;
+  if (entry) {
+    entry->offset = at;
+    entry->type = type;
+    entry->firstSeq = firstSeq;
+    entry->recordCount = count;
+    impl_->index.recordCount += count;
+    impl_->index.chunks.push_back(std::move(*entry));
+  }
+}
+
+void LogWriter::flushRecords() {
+  Impl& d = *impl_;
+  if (d.count == 0) return;
+  ByteBuffer raw;
+  raw.reserve(d.rawSize());
+  raw.putVarint(d.t.size());
+  raw.putVarint(d.a.size());
+  raw.putVarint(d.s.size());
+  raw.putBytes(d.t.data(), d.t.size());
+  raw.putBytes(d.a.data(), d.a.size());
+  raw.putBytes(d.s.data(), d.s.size());
+  raw.putBytes(d.m.data(), d.m.size());
+  uint64_t first = d.haveEvent ? d.chunkFirstSeq : d.globalNextSeq;
+  if (d.haveEvent) d.globalNextSeq = d.nextSeq;
+  d.entry.lastSeq = d.haveEvent ? d.nextSeq - 1 : first - 1;
+  IndexEntry entry = std::move(d.entry);
+  writeChunk(static_cast<uint16_t>(ChunkType::kRecords), raw.data(), raw.size(), first, d.count,
+             &entry);
+  d.resetChunk();
+}
+
+void LogWriter::flushRam() {
+  Impl& d = *impl_;
+  if (d.ramCount == 0) return;
+  uint64_t first = d.haveEvent ? d.nextSeq : d.globalNextSeq;
+  d.ramEntry.lastSeq = first - 1;
+  IndexEntry entry = std::move(d.ramEntry);
+  writeChunk(static_cast<uint16_t>(ChunkType::kRamDump), d.ram.data(), d.ram.size(), first,
+             d.ramCount, &entry);
+  d.ram.clear();
+  d.ramCount = 0;
+  d.ramEntry = IndexEntry{};
+}
+
+void LogWriter::flush() {
+  if (!ok_ || finished_) return;
+  // Records first: RAM segments of a GC refer to objects whose allocations precede them.
+  flushRecords();
+  flushRam();
+}
+
+void LogWriter::finish() {
+  if (!ok_ || finished_) return;
+  flush();
+  finished_ = true;
+  Impl& d = *impl_;
+  d.index.complete = true;
+  d.index.endSeq = d.globalNextSeq;
+  d.index.endTimeNs = d.endTime;
+  std::vector<uint8_t> body = detail::encodeIndex(d.index);
+  uint64_t at = offset_;
+  writeChunk(static_cast<uint16_t>(ChunkType::kIndex), body.data(), body.size(),
+             d.globalNextSeq, static_cast<uint32_t>(d.index.chunks.size()), nullptr);
+  uint8_t trailer[kTrailerSize];
+  storeLe(trailer, at, 8);
+  std::memcpy(trailer + 8, kFooterMagic, 8);
+  emit(trailer, sizeof trailer);
+}
+
+void LogWriter::writeRawChunk(uint16_t type, std::span<const uint8_t> payload, uint64_t firstSeq,
+                              uint32_t count) {
+  flush();
+  IndexEntry entry;
+  writeChunk(type, payload.data(), payload.size(), firstSeq, count, &entry);
+}
+
+}  // namespace heapman::log
