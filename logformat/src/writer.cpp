@@ -6,10 +6,13 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
 #include <unordered_set>
 
 #include "capnp_codec.h"
+#include "flat_map.h"
+#include "heapman/logformat/chunk_model.h"
 
 namespace heapman::log {
 
@@ -38,7 +41,8 @@ bool MemorySink::write(const void* data, size_t n) {
   return true;
 }
 
-// Per-chunk encoder state mirrors the decoder state in format.h; reset by resetChunk().
+// Per-chunk encoder state: the decoder's state (format.h) plus the lookups only the encoder
+// needs. Reset by resetChunk().
 struct LogWriter::Impl {
   ByteBuffer t, a, s, m;
   uint32_t count = 0;
@@ -47,13 +51,11 @@ struct LogWriter::Impl {
   uint64_t nextSeq = 0;
   uint64_t curTime = 0;
   uint32_t curThread = 0;
-  uint64_t lastAddress = 0;
   uint64_t lastFrame = 0;
   uint32_t lastNodeId = 0;
-  uint64_t allocRing[kRingSize] = {};
-  uint64_t freeRing[kRingSize] = {};
-  uint32_t allocHead = 0;
-  uint32_t freeHead = 0;
+  ChunkModel model;
+  detail::FlatMap ordinalOf{16};  // live address -> allocation ordinal in this chunk
+  detail::FlatMap infoIndex{10};  // AllocInfo hash -> dictionary index
   IndexEntry entry;
 
   ByteBuffer ram;
@@ -72,34 +74,46 @@ struct LogWriter::Impl {
     haveEvent = false;
     curTime = 0;
     curThread = 0;
-    lastAddress = 0;
     lastFrame = 0;
     lastNodeId = 0;
-    std::memset(allocRing, 0, sizeof allocRing);
-    std::memset(freeRing, 0, sizeof freeRing);
-    allocHead = freeHead = 0;
+    model.reset();
+    ordinalOf.clear();
+    infoIndex.clear();
     entry = IndexEntry{};
   }
   size_t rawSize() const { return t.size() + a.size() + s.size() + m.size() + 15; }
 
-  static int ringFind(const uint64_t* ring, uint32_t head, uint64_t addr) {
-    for (uint32_t d = 0; d < kRingSize; ++d)
-      if (ring[(head - 1 - d) & (kRingSize - 1)] == addr) return static_cast<int>(d);
-    return -1;
+  static uint64_t infoHash(const AllocInfo& info) {
+    uint64_t fields[4] = {info.size, info.actualSize,
+                          uint64_t{info.stackId} << 32 | info.typeId,
+                          static_cast<uint64_t>(info.heap)};
+    return XXH3_64bits(fields, sizeof fields);
   }
-  static void ringPush(uint64_t* ring, uint32_t& head, uint64_t addr) {
-    ring[head & (kRingSize - 1)] = addr;
-    ++head;
+  std::optional<uint32_t> findInfo(const AllocInfo& info) const {
+    const uint32_t* found = infoIndex.find(infoHash(info));
+    if (found && model.infos[*found] == info) return *found;
+    return std::nullopt;
   }
-  void putAddress(uint64_t addr) {
-    a.putZigzag(static_cast<int64_t>(addr - lastAddress));
-    lastAddress = addr;
+  // Writes the dictionary reference for `info` into S (a new entry when unseen in this chunk).
+  uint32_t putInfo(const AllocInfo& info) {
+    if (std::optional<uint32_t> known = findInfo(info)) {
+      s.putVarint(*known);
+      return *known;
+    }
+    auto idx = static_cast<uint32_t>(model.infos.size());
+    s.putVarint(idx);
+    s.putByte(static_cast<uint8_t>(info.heap));
+    s.putVarint(info.size);
+    s.putVarint(info.actualSize - info.size);
+    s.putVarint(info.stackId);
+    s.putVarint(info.typeId);
+    model.infos.push_back(info);
+    infoIndex.insert(infoHash(info), idx);
+    return idx;
   }
   void noteGc(uint32_t gc, IndexEntry& e) {
-    if (e.gcNumbers.empty() || e.gcNumbers.back() != gc) {
-      if (std::find(e.gcNumbers.begin(), e.gcNumbers.end(), gc) == e.gcNumbers.end())
-        e.gcNumbers.push_back(gc);
-    }
+    if (std::find(e.gcNumbers.begin(), e.gcNumbers.end(), gc) == e.gcNumbers.end())
+      e.gcNumbers.push_back(gc);
   }
 };
 
@@ -150,9 +164,8 @@ void LogWriter::noteTime(const EventCommon& ev) {
   }
 }
 
-// Emits TIME/THREAD as needed and computes the sequence encoding of an event. The caller writes
-// the event's tag next, then (when explicitSeq) zz(seqDelta) into M.
-void LogWriter::beginEvent(const EventCommon& ev, bool& explicitSeq, int64_t& seqDelta) {
+// Emits TIME, THREAD and SEQ records as needed before an event.
+void LogWriter::beginEvent(const EventCommon& ev) {
   Impl& d = *impl_;
   if (!d.haveEvent) {
     d.haveEvent = true;
@@ -161,8 +174,11 @@ void LogWriter::beginEvent(const EventCommon& ev, bool& explicitSeq, int64_t& se
     d.entry.firstTimeNs = ev.timeNs;
   }
   noteTime(ev);
-  explicitSeq = ev.seq != d.nextSeq;
-  seqDelta = static_cast<int64_t>(ev.seq - d.nextSeq);
+  if (ev.seq != d.nextSeq) {
+    d.t.putByte(tag::kSeq);
+    d.m.putZigzag(static_cast<int64_t>(ev.seq - d.nextSeq));
+    ++d.count;
+  }
   d.nextSeq = ev.seq + 1;
   d.entry.lastTimeNs = ev.timeNs;
   d.endTime = std::max(d.endTime, ev.timeNs);
@@ -176,70 +192,107 @@ void LogWriter::afterRecord() {
 void LogWriter::write(const Alloc& r) {
   if (!ok_) return;
   Impl& d = *impl_;
-  bool explicitSeq;
-  int64_t delta;
-  beginEvent(r.ev, explicitSeq, delta);
-  int ring = Impl::ringFind(d.freeRing, d.freeHead, r.address);
-  uint8_t t = tag::kAlloc | static_cast<uint8_t>(static_cast<uint8_t>(r.heap) & 7);
-  if (r.typeId) t |= tag::kAllocHasType;
-  if (explicitSeq) t |= tag::kAllocExplicitSeq;
-  if (ring >= 0) t |= tag::kAllocRing;
-  d.t.putByte(t);
-  if (explicitSeq) d.m.putZigzag(delta);
-  if (ring >= 0) {
-    d.a.putByte(static_cast<uint8_t>(ring));
-    d.lastAddress = r.address;
+  beginEvent(r.ev);
+  AllocInfo ai{r.heap, r.size, r.actualSize, r.stackId, r.typeId};
+  ChunkModel::SizeClass& cls = d.model.sizeClass(r.actualSize);
+  bool lifo = ChunkModel::lifoHas(cls) && ChunkModel::lifoTop(cls) == r.address;
+  int lifoIndex = lifo ? 0 : -1;
+  uint32_t info;
+  if (lifo) {
+    // One byte when the entry exists and its index fits the tag.
+    std::optional<uint32_t> known = d.findInfo(ai);
+    if (known && *known < tag::kAllocLifoInfoSpan) {
+      info = *known;
+      d.t.putByte(static_cast<uint8_t>(tag::kAllocLifoInfo + info));
+    } else {
+      d.t.putByte(tag::kAllocLifo);
+      info = d.putInfo(ai);
+    }
   } else {
-    d.putAddress(r.address);
+    info = d.putInfo(ai);
+    int deep = -1;
+    for (uint32_t j = 1; j < cls.depth; ++j) {
+      if (ChunkModel::lifoAt(cls, j) == r.address) {
+        deep = static_cast<int>(j);
+        break;
+      }
+    }
+    if (deep > 0) {
+      d.t.putByte(tag::kAllocLifoAt);
+      d.a.putByte(static_cast<uint8_t>(deep));
+      lifoIndex = deep;
+    } else if (d.model.sequentialGuess(cls) == r.address) {
+      d.t.putByte(tag::kAllocSeq);
+    } else if (d.model.bumpGuess() == r.address) {
+      d.t.putByte(tag::kAllocBump);
+    } else {
+      int ring = -1;
+      for (uint32_t k = 0; k < kRingSize; ++k) {
+        if (d.model.ringAt(k) == r.address) {
+          ring = static_cast<int>(k);
+          break;
+        }
+      }
+      if (ring >= 0) {
+        d.t.putByte(tag::kAllocRing);
+        d.a.putByte(static_cast<uint8_t>(ring));
+      } else {
+        auto fromLast = static_cast<int64_t>(r.address - d.model.lastAddress);
+        auto fromClass = static_cast<int64_t>(r.address - cls.last);
+        if (zigzag(fromClass) < zigzag(fromLast)) {
+          d.t.putByte(tag::kAllocNear);
+          d.a.putZigzag(fromClass);
+        } else {
+          d.t.putByte(tag::kAllocAddr);
+          d.a.putZigzag(fromLast);
+        }
+      }
+    }
   }
-  Impl::ringPush(d.allocRing, d.allocHead, r.address);
-  d.s.putVarint(r.size);
-  d.s.putVarint(r.actualSize - r.size);
-  d.s.putVarint(r.stackId);
-  if (r.typeId) d.s.putVarint(r.typeId);
+  d.ordinalOf.insert(r.address, static_cast<uint32_t>(d.model.allocCount()));
+  d.model.onAlloc(r.address, info, lifoIndex);
   afterRecord();
 }
 
 void LogWriter::write(const Free& r) {
   if (!ok_) return;
   Impl& d = *impl_;
-  bool explicitSeq;
-  int64_t delta;
-  beginEvent(r.ev, explicitSeq, delta);
-  int ring = Impl::ringFind(d.allocRing, d.allocHead, r.address);
-  uint8_t t = tag::kFree | static_cast<uint8_t>(static_cast<uint8_t>(r.heap) & 7);
-  if (ring >= 0) t |= tag::kFreeRing;
-  if (explicitSeq) t |= tag::kFreeExplicitSeq;
-  d.t.putByte(t);
-  if (explicitSeq) d.m.putZigzag(delta);
-  if (ring >= 0) {
-    d.a.putByte(static_cast<uint8_t>(ring));
-    d.lastAddress = r.address;
+  beginEvent(r.ev);
+  const uint32_t* found = d.ordinalOf.find(r.address);
+  if (found && d.model.infos[d.model.infoOf(*found)].heap == r.heap) {
+    uint64_t ordinal = *found;
+    uint64_t back = d.model.allocCount() - 1 - ordinal;
+    int64_t ahead = static_cast<int64_t>(ordinal) - d.model.lastFreeOrdinal - 1;
+    if (ahead == 0 || (back >= tag::kFreeRecentSpan && ahead > 0 && ahead < tag::kFreeNextSpan)) {
+      d.t.putByte(static_cast<uint8_t>(tag::kFreeNext + ahead));
+    } else if (back < tag::kFreeRecentSpan) {
+      d.t.putByte(static_cast<uint8_t>(tag::kFreeRecent + back));
+    } else {
+      d.t.putByte(tag::kFreeOrdinal);
+      d.a.putVarint(back);
+    }
+    d.ordinalOf.erase(r.address);
+    d.model.onFreeOrdinal(ordinal);
   } else {
-    d.putAddress(r.address);
+    d.t.putByte(tag::kFreeAddress);
+    d.m.putByte(static_cast<uint8_t>(r.heap));
+    d.a.putZigzag(static_cast<int64_t>(r.address - d.model.lastAddress));
+    d.model.onFreeAddress(r.address);
   }
-  Impl::ringPush(d.freeRing, d.freeHead, r.address);
   afterRecord();
 }
 
 void LogWriter::write(const Realloc& r) {
   if (!ok_) return;
   Impl& d = *impl_;
-  bool explicitSeq;
-  int64_t delta;
-  beginEvent(r.ev, explicitSeq, delta);
-  d.t.putByte(tag::kRealloc | static_cast<uint8_t>(static_cast<uint8_t>(r.heap) & 7));
-  d.m.putVarint((explicitSeq ? 1u : 0u) | (r.typeId ? 2u : 0u));
-  if (explicitSeq) d.m.putZigzag(delta);
-  d.putAddress(r.oldAddress);
+  beginEvent(r.ev);
+  d.t.putByte(tag::kRealloc);
+  uint32_t info = d.putInfo(AllocInfo{r.heap, r.size, r.actualSize, r.stackId, r.typeId});
+  d.a.putZigzag(static_cast<int64_t>(r.oldAddress - d.model.lastAddress));
   d.a.putZigzag(static_cast<int64_t>(r.newAddress - r.oldAddress));
-  d.lastAddress = r.newAddress;
-  Impl::ringPush(d.freeRing, d.freeHead, r.oldAddress);
-  Impl::ringPush(d.allocRing, d.allocHead, r.newAddress);
-  d.s.putVarint(r.size);
-  d.s.putVarint(r.actualSize - r.size);
-  d.s.putVarint(r.stackId);
-  if (r.typeId) d.s.putVarint(r.typeId);
+  d.ordinalOf.erase(r.oldAddress);
+  d.ordinalOf.insert(r.newAddress, static_cast<uint32_t>(d.model.allocCount()));
+  d.model.onRealloc(r.oldAddress, r.newAddress, info);
   afterRecord();
 }
 
@@ -281,13 +334,10 @@ void LogWriter::write(const Collected& r) {
 void LogWriter::writeExtended(ExtKind kind, const EventCommon* ev,
                               const std::vector<uint8_t>& body) {
   Impl& d = *impl_;
-  bool explicitSeq = false;
-  int64_t delta = 0;
-  if (ev) beginEvent(*ev, explicitSeq, delta);
+  if (ev) beginEvent(*ev);
   d.t.putByte(tag::kExtended);
   d.m.putVarint(static_cast<uint32_t>(kind));
-  d.m.putVarint((explicitSeq ? 1u : 0u) | (ev ? 2u : 0u));
-  if (explicitSeq) d.m.putZigzag(delta);
+  d.m.putVarint(ev ? 2u : 0u);
   d.m.putVarint(body.size());
   d.m.putBytes(body.data(), body.size());
   afterRecord();

@@ -38,57 +38,75 @@
 //     varint  length of stream T (tags), A (addresses), S (allocation attributes); stream M
 //             (everything else) runs to the end of the payload
 //     T  one tag byte per record
-//     A  addresses of allocations, frees and reallocs
-//     S  sizes, stack ids and type ids of allocations and reallocs
-//     M  sequence gaps, time and thread changes, stack nodes, collected sets, extended records
-//   Decoder state, reset at the start of every chunk (so each chunk decodes on its own):
-//     nextSeq = firstSeq, time = 0, thread = 0, lastAddress = 0, lastFrame = 0, lastNodeId = 0,
-//     recentAllocs[64] = 0, recentFrees[64] = 0 (address rings, see kTagAddr*)
-//   Event records take sequence number nextSeq, then nextSeq += 1; a record whose tag has
-//   kTagExplicitSeq first reads zz d from M and takes nextSeq + d (then nextSeq = that + 1).
-//   Event records carry the current time and thread; definition records (stack nodes, and the
-//   extended definitions listed in ExtKind) carry neither and take no sequence number.
+//     A  addresses and allocation distances
+//     S  allocation dictionary references and new dictionary entries
+//     M  time, thread and sequence changes, stack nodes, collected sets, extended records
 //
-//   Tag byte:
-//   0x00-0x3F  ALLOC      bits 0-2 HeapKind, bit 3 has type id, bit 4 explicit seq, bit 5 address
-//                         from the recent-frees ring
-//              M: [zz seq delta]
-//              A: one byte ring distance (bit 5), else zz (address - lastAddress)
-//              S: varint requested size, varint (actual size - requested size), varint stack id,
-//                 [varint type id]
-//   0x40-0x5F  FREE       bits 0-2 HeapKind, bit 3 address from the recent-allocs ring,
-//                         bit 4 explicit seq
-//              M: [zz seq delta]
-//              A: one byte ring distance (bit 3), else zz (address - lastAddress)
-//   0x60-0x67  REALLOC    bits 0-2 HeapKind
-//              M: varint flags (bit 0 explicit seq, bit 1 has type id), [zz seq delta]
-//              A: zz (old - lastAddress), zz (new - old)
-//              S: varint size, varint (actual - size), varint stack id, [varint type id]
-//   0x68       TIME       M: zz delta ns from the current time (the first TIME of a chunk is
-//                         absolute: ns since Header.startClockNs)
-//   0x69       THREAD     M: varint thread index (recorder-assigned, see ThreadStart)
-//   0x6A       STACK NODE native frame (definition):
-//                         M: zz (id - lastNodeId), zz (id - parentId), zz (frame - lastFrame)
-//                         Stack id 0 is the empty stack; a stack is named by its leaf node's id,
-//                         its frames are the chain of parents up to id 0, leaf first.
-//   0x6B       STACK NODE managed frame: same layout, frame = a MethodDef id
-//   0x6C       COLLECTED  objects GC #gcNumber collected (takes no sequence number: it belongs to
-//                         its GC and appears between that GC's GcBegin and GcEnd; replay applies
-//                         it at the GcEnd): M: varint gcNumber, varint count,
-//                         count x varint address deltas (ascending; the first from 0).
-//                         A large set is split into several COLLECTED records.
-//   0x6D       EXTENDED   M: varint ExtKind, varint flags (bit 0 explicit seq, bit 1 event: takes
-//                            a sequence number, time and thread), [zz seq delta],
-//                            varint length, then `length` bytes: a Cap'n Proto packed message
-//                            whose root is the struct ExtKind names. Unknown kinds are skipped by
-//                            length (a newer minor version added them).
-//   0x6E-0xFF  reserved: a reader meeting one refuses the chunk (it needs a newer HeapMan).
-//   Sequence numbers increase strictly through a log; the explicit-seq form encodes gaps (and
-//   the writer's merge of per-thread buffers) without breaking that rule.
+// Decoder state, reset at the start of every chunk (so each chunk decodes on its own):
+//     nextSeq = firstSeq, time = 0, thread = 0, lastNodeId = 0, lastFrame = 0, and the
+//     prediction model (chunk_model.h): empty dictionary, no allocations, empty size classes,
+//     zeroed free ring, lastAddress = 0, lastFreeOrdinal = -1.
+// Event records take sequence number nextSeq, then nextSeq += 1, and carry the current time
+// and thread. Definitions (stack nodes, collected sets, extended definitions) take no sequence
+// number. Sequence numbers increase strictly through a log.
 //
-//   Address rings: after each ALLOC (and the new address of a REALLOC) the address is pushed to
-//   recentAllocs; after each FREE (and the old address of a REALLOC) to recentFrees. Push writes
-//   ring[head & 63] and increments head. "Distance" d (0..63) names ring[(head - 1 - d) & 63].
+// Prediction model. Allocations of the chunk are numbered 0, 1, ... (their "ordinal"). Each
+// allocation names an entry of the chunk's dictionary of AllocInfo {heap kind, size, actual
+// size, stack id, type id}. Size classes are keyed by actual size (a 256-slot direct-mapped
+// table; a slot is reset when another size claims it) and remember the class's last address,
+// its stride (last - previous) and a LIFO of up to 128 addresses freed in the class. A ring
+// remembers the last 64 freed addresses. The model changes only as follows:
+//     allocation (any mode)   class.stride = addr - class.last; class.last = addr; LIFO popped
+//                             or left when the mode is ALLOC_LIFO(_INFO, _AT); bumpGap = addr - bumpEnd;
+//                             bumpEnd = addr + actual size; ordinal appended; lastAddress = addr
+//     free of an ordinal      address pushed on its class LIFO and on the ring;
+//                             lastFreeOrdinal = ordinal; lastAddress = address
+//     free by address         address pushed on the ring; lastAddress = address
+//     realloc                 old address pushed on the ring, then the new one is an allocation
+//
+// Tag byte:
+//   0x00-0x3F  FREE_RECENT d    free of ordinal (allocCount - 1 - d)
+//   0x40-0x4F  FREE_NEXT k      free of ordinal (lastFreeOrdinal + 1 + k)
+//   0x50       FREE_ORDINAL     A: varint d, free of ordinal (allocCount - 1 - d)
+//              (the three above: heap kind is the freed allocation's)
+//   0x51       FREE_ADDRESS     M: u8 heap kind; A: zz (address - lastAddress)
+//   0xF0       ALLOC_NEAR       A: zz (address - class.last)
+//   0x52       ALLOC_LIFO_AT    A: u8 j < 128, address = class LIFO entry j below the top (the
+//                               entry leaves the LIFO; those above it move down one)
+//   0x53       ALLOC_SEQ        address = class.last + class.stride
+//   0x54       ALLOC_BUMP       address = bumpEnd + bumpGap (the previous allocation's end plus
+//                               the gap seen before it: consecutive blocks carved from one region)
+//   0x55       ALLOC_RING       A: u8 d < 64, address = d-th most recently freed (ring)
+//   0x56       ALLOC_ADDR       A: zz (address - lastAddress)
+//   0x57       ALLOC_LIFO       address = top of the class LIFO
+//              (these seven first read their dictionary reference from S, see below)
+//   0x60-0xEF  ALLOC_LIFO_INFO i  address = top of the class LIFO, dictionary entry i (< 144);
+//                               nothing in S: the commonest allocation costs one byte
+//   0x58       REALLOC          S: dictionary reference; A: zz (old - lastAddress), zz (new - old)
+//   0x59       TIME             M: zz delta ns from the current time (time starts at 0 in each
+//                               chunk: ns since Header.startClockNs)
+//   0x5A       THREAD           M: varint thread index (see ThreadStart)
+//   0x5B       SEQ              M: zz d; the next event takes nextSeq + d (a gap; a writer merging
+//                               threads out of order may also step back)
+//   0x5C       STACK_NATIVE     definition: M: zz (id - lastNodeId), zz (id - parentId),
+//                               zz (frame - lastFrame). Stack id 0 is the empty stack; a stack is
+//                               named by its leaf node id, its frames are the parent chain to 0.
+//   0x5D       STACK_MANAGED    same layout; frame is a MethodDef id
+//   0x5E       COLLECTED        objects GC #gcNumber collected. No sequence number: it belongs
+//                               to its GC, appears between that GC's GcBegin and GcEnd, and
+//                               replay applies it at the GcEnd. M: varint gcNumber, varint count,
+//                               count x varint address deltas (ascending, the first from 0). A
+//                               large set is split into several COLLECTED records.
+//   0x5F       EXTENDED         M: varint ExtKind, varint flags (bit 1: event, takes a sequence
+//                               number), varint length, then `length` bytes: a Cap'n Proto packed
+//                               message whose root is the struct ExtKind names. Unknown kinds
+//                               are skipped by length and still take their sequence number.
+//   0xF1-0xFF  reserved: a reader meeting one refuses the chunk (it needs a newer HeapMan).
+//              New kinds of records go into EXTENDED kinds instead where they can.
+//
+// Dictionary reference (S): varint i. i < entries: entry i. i == entries: a new entry follows
+// and is appended: u8 heap kind, varint size, varint (actual size - size), varint stack id,
+// varint type id (0: none).
 //
 // RAM DUMP CHUNK (kChunkRamDump) raw payload: a sequence of segments
 //     u8      kind             SegmentKind
@@ -155,21 +173,30 @@ const char* segmentKindName(SegmentKind k);
 
 // Tag values of the records stream (see the layout comment above).
 namespace tag {
-inline constexpr uint8_t kAlloc = 0x00;
-inline constexpr uint8_t kAllocHasType = 0x08;
-inline constexpr uint8_t kAllocExplicitSeq = 0x10;
-inline constexpr uint8_t kAllocRing = 0x20;
-inline constexpr uint8_t kFree = 0x40;
-inline constexpr uint8_t kFreeRing = 0x08;
-inline constexpr uint8_t kFreeExplicitSeq = 0x10;
-inline constexpr uint8_t kRealloc = 0x60;
-inline constexpr uint8_t kTime = 0x68;
-inline constexpr uint8_t kThread = 0x69;
-inline constexpr uint8_t kStackNative = 0x6A;
-inline constexpr uint8_t kStackManaged = 0x6B;
-inline constexpr uint8_t kCollected = 0x6C;
-inline constexpr uint8_t kExtended = 0x6D;
-inline constexpr uint8_t kFirstReserved = 0x6E;
+inline constexpr uint8_t kFreeRecent = 0x00;  // + d, d < kFreeRecentSpan
+inline constexpr uint8_t kFreeRecentSpan = 0x40;
+inline constexpr uint8_t kFreeNext = 0x40;  // + k, k < kFreeNextSpan
+inline constexpr uint8_t kFreeNextSpan = 0x10;
+inline constexpr uint8_t kFreeOrdinal = 0x50;
+inline constexpr uint8_t kFreeAddress = 0x51;
+inline constexpr uint8_t kAllocLifoAt = 0x52;
+inline constexpr uint8_t kAllocSeq = 0x53;
+inline constexpr uint8_t kAllocBump = 0x54;
+inline constexpr uint8_t kAllocRing = 0x55;
+inline constexpr uint8_t kAllocAddr = 0x56;
+inline constexpr uint8_t kAllocLifo = 0x57;
+inline constexpr uint8_t kRealloc = 0x58;
+inline constexpr uint8_t kTime = 0x59;
+inline constexpr uint8_t kThread = 0x5A;
+inline constexpr uint8_t kSeq = 0x5B;
+inline constexpr uint8_t kStackNative = 0x5C;
+inline constexpr uint8_t kStackManaged = 0x5D;
+inline constexpr uint8_t kCollected = 0x5E;
+inline constexpr uint8_t kExtended = 0x5F;
+inline constexpr uint8_t kAllocLifoInfo = 0x60;  // + i, i < kAllocLifoInfoSpan
+inline constexpr unsigned kAllocLifoInfoSpan = 0x90;
+inline constexpr uint8_t kAllocNear = 0xF0;
+inline constexpr uint8_t kFirstReserved = 0xF1;
 }  // namespace tag
 
 inline constexpr unsigned kRingSize = 64;

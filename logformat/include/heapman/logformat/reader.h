@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "heapman/logformat/bytes.h"
+#include "heapman/logformat/chunk_model.h"
 #include "heapman/logformat/error.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/index.h"
@@ -142,117 +143,193 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
 
     EventCommon ev;
     uint64_t nextSeq = firstSeq;
-    uint64_t lastAddress = 0, lastFrame = 0;
+    uint64_t lastFrame = 0;
     uint32_t lastNodeId = 0;
-    uint64_t allocRing[kRingSize] = {}, freeRing[kRingSize] = {};
-    uint32_t allocHead = 0, freeHead = 0;
-    constexpr uint32_t kMask = kRingSize - 1;
-    auto takeSeq = [&](bool explicitSeq) {
-      if (explicitSeq) nextSeq += static_cast<uint64_t>(M.zz());
-      ev.seq = nextSeq++;
+    thread_local ChunkModel model;  // reused: keeps its vectors' capacity across chunks
+    model.reset();
+    auto takeSeq = [&] { ev.seq = nextSeq++; };
+    auto readInfo = [&]() -> uint32_t {
+      uint64_t i = S.varint();
+      if (i < model.infos.size()) return static_cast<uint32_t>(i);
+      if (i != model.infos.size()) detail::throwBadRecord(where, chunk, "bad dictionary reference");
+      AllocInfo info;
+      info.heap = static_cast<HeapKind>(S.byte() & 7);
+      info.size = S.varint();
+      info.actualSize = info.size + S.varint();
+      info.stackId = static_cast<uint32_t>(S.varint());
+      info.typeId = static_cast<uint32_t>(S.varint());
+      model.infos.push_back(info);
+      return static_cast<uint32_t>(i);
     };
-    auto address = [&](bool ring, const uint64_t* r, uint32_t head) {
-      if (ring) {
-        uint8_t d = A.byte();
-        if (d >= kRingSize) detail::throwBadRecord(where, chunk, "ring distance out of range");
-        lastAddress = r[(head - 1 - d) & kMask];
-      } else {
-        lastAddress += static_cast<uint64_t>(A.zz());
-      }
-      return lastAddress;
+    auto freeOrdinal = [&](uint64_t ordinal) {
+      if (ordinal >= model.allocCount()) detail::throwBadRecord(where, chunk, "free of an unknown allocation");
+      takeSeq();
+      Free r;
+      r.ev = ev;
+      r.heap = model.infos[model.infoOf(ordinal)].heap;
+      r.address = model.addressOf(ordinal);
+      model.onFreeOrdinal(ordinal);
+      visitor(r);
+    };
+
+    auto emitAlloc = [&](uint32_t info, uint64_t address, int lifoIndex) {
+      const AllocInfo& ai = model.infos[info];
+      Alloc r;
+      r.ev = ev;
+      r.heap = ai.heap;
+      r.address = address;
+      r.size = ai.size;
+      r.actualSize = ai.actualSize;
+      r.stackId = ai.stackId;
+      r.typeId = ai.typeId;
+      model.onAlloc(address, info, lifoIndex);
+      visitor(r);
     };
 
     while (!T.atEnd()) {
       uint8_t t = T.byte();
       ++count;
-      if (t < tag::kFree) {
-        Alloc r;
-        takeSeq(t & tag::kAllocExplicitSeq);
-        r.ev = ev;
-        r.heap = static_cast<HeapKind>(t & 7);
-        r.address = address(t & tag::kAllocRing, freeRing, freeHead);
-        allocRing[allocHead++ & kMask] = r.address;
-        r.size = S.varint();
-        r.actualSize = r.size + S.varint();
-        r.stackId = static_cast<uint32_t>(S.varint());
-        if (t & tag::kAllocHasType) r.typeId = static_cast<uint32_t>(S.varint());
-        visitor(r);
-      } else if (t < tag::kRealloc) {
-        Free r;
-        takeSeq(t & tag::kFreeExplicitSeq);
-        r.ev = ev;
-        r.heap = static_cast<HeapKind>(t & 7);
-        r.address = address(t & tag::kFreeRing, allocRing, allocHead);
-        freeRing[freeHead++ & kMask] = r.address;
-        visitor(r);
-      } else if (t < tag::kTime) {
-        Realloc r;
-        uint64_t flags = M.varint();
-        takeSeq(flags & 1);
-        r.ev = ev;
-        r.heap = static_cast<HeapKind>(t & 7);
-        r.oldAddress = lastAddress + static_cast<uint64_t>(A.zz());
-        r.newAddress = r.oldAddress + static_cast<uint64_t>(A.zz());
-        lastAddress = r.newAddress;
-        freeRing[freeHead++ & kMask] = r.oldAddress;
-        allocRing[allocHead++ & kMask] = r.newAddress;
-        r.size = S.varint();
-        r.actualSize = r.size + S.varint();
-        r.stackId = static_cast<uint32_t>(S.varint());
-        if (flags & 2) r.typeId = static_cast<uint32_t>(S.varint());
-        visitor(r);
-      } else {
-        switch (t) {
-          case tag::kTime:
-            ev.timeNs += static_cast<uint64_t>(M.zz());
-            break;
-          case tag::kThread:
-            ev.thread = static_cast<uint32_t>(M.varint());
-            break;
-          case tag::kStackNative:
-          case tag::kStackManaged: {
-            StackNode r;
-            r.id = static_cast<uint32_t>(lastNodeId + static_cast<uint64_t>(M.zz()));
-            r.parent = static_cast<uint32_t>(r.id - static_cast<uint64_t>(M.zz()));
-            r.frame = lastFrame + static_cast<uint64_t>(M.zz());
-            r.managed = t == tag::kStackManaged;
-            lastNodeId = r.id;
-            lastFrame = r.frame;
-            visitor(r);
-            break;
-          }
-          case tag::kCollected: {
-            Collected r;
-            r.gcNumber = static_cast<uint32_t>(M.varint());
-            uint64_t n = M.varint();
-            if (n > M.remaining()) detail::throwBadRecord(where, chunk, "collected count too large");
-            r.addresses.resize(n);
-            uint64_t a = 0;
-            for (uint64_t i = 0; i < n; ++i) r.addresses[i] = a += M.varint();
-            visitor(r);
-            break;
-          }
-          case tag::kExtended: {
-            uint32_t kind = static_cast<uint32_t>(M.varint());
-            uint64_t flags = M.varint();
-            bool isEvent = flags & 2;  // lets a reader keep sequence numbers for unknown kinds
-            bool known = kind >= 1 && kind <= kExtKindMax;
-            if (known && isEvent != extKindIsEvent(static_cast<ExtKind>(kind)))
-              detail::throwBadRecord(where, chunk, "extended record's event flag contradicts its kind");
-            if (isEvent) takeSeq(flags & 1);
-            uint64_t len = M.varint();
-            const uint8_t* body = M.take(len);
-            EventCommon common = isEvent ? ev : EventCommon{};
-            auto rec = detail::decodeExtended(kind, common, {body, static_cast<size_t>(len)},
-                                              where, chunk);
-            if (rec) std::visit(visitor, *rec);
-            break;
-          }
-          default:
-            detail::throwBadRecord(where, chunk,
-                                   "unknown record tag " + std::to_string(t) +
-                                       " (written by a newer HeapMan? upgrade heapman)");
+      if (t >= tag::kAllocLifoInfo && t < tag::kAllocNear) {
+        uint32_t info = t - tag::kAllocLifoInfo;
+        if (info >= model.infos.size()) detail::throwBadRecord(where, chunk, "bad dictionary reference");
+        const ChunkModel::SizeClass& cls = model.sizeClass(model.infos[info].actualSize);
+        if (!ChunkModel::lifoHas(cls)) detail::throwBadRecord(where, chunk, "empty size-class LIFO");
+        takeSeq();
+        emitAlloc(info, ChunkModel::lifoTop(cls), 0);
+        continue;
+      }
+      if (t < tag::kFreeNext) {
+        if (t >= model.allocCount()) detail::throwBadRecord(where, chunk, "free of an unknown allocation");
+        freeOrdinal(model.allocCount() - 1 - t);
+        continue;
+      }
+      if (t < tag::kFreeOrdinal) {
+        freeOrdinal(static_cast<uint64_t>(model.lastFreeOrdinal + 1 + (t - tag::kFreeNext)));
+        continue;
+      }
+      switch (t) {
+        case tag::kFreeOrdinal: {
+          uint64_t back = A.varint();
+          if (back >= model.allocCount()) detail::throwBadRecord(where, chunk, "free of an unknown allocation");
+          freeOrdinal(model.allocCount() - 1 - back);
+          break;
         }
+        case tag::kFreeAddress: {
+          takeSeq();
+          Free r;
+          r.ev = ev;
+          r.heap = static_cast<HeapKind>(M.byte() & 7);
+          r.address = model.lastAddress + static_cast<uint64_t>(A.zz());
+          model.onFreeAddress(r.address);
+          visitor(r);
+          break;
+        }
+        case tag::kAllocNear:
+        case tag::kAllocLifoAt:
+        case tag::kAllocSeq:
+        case tag::kAllocBump:
+        case tag::kAllocRing:
+        case tag::kAllocAddr:
+        case tag::kAllocLifo: {
+          takeSeq();
+          uint32_t info = readInfo();
+          const ChunkModel::SizeClass& cls = model.sizeClass(model.infos[info].actualSize);
+          uint64_t address;
+          int lifoIndex = -1;
+          if (t == tag::kAllocLifoAt) {
+            uint8_t j = A.byte();
+            if (j >= cls.depth) detail::throwBadRecord(where, chunk, "LIFO index out of range");
+            address = ChunkModel::lifoAt(cls, j);
+            lifoIndex = j;
+          } else if (t == tag::kAllocLifo) {
+            if (!ChunkModel::lifoHas(cls)) detail::throwBadRecord(where, chunk, "empty size-class LIFO");
+            address = ChunkModel::lifoTop(cls);
+            lifoIndex = 0;
+          } else if (t == tag::kAllocNear) {
+            address = cls.last + static_cast<uint64_t>(A.zz());
+          } else if (t == tag::kAllocSeq) {
+            address = model.sequentialGuess(cls);
+          } else if (t == tag::kAllocBump) {
+            address = model.bumpGuess();
+          } else if (t == tag::kAllocRing) {
+            uint8_t d = A.byte();
+            if (d >= kRingSize) detail::throwBadRecord(where, chunk, "ring distance out of range");
+            address = model.ringAt(d);
+          } else {
+            address = model.lastAddress + static_cast<uint64_t>(A.zz());
+          }
+          emitAlloc(info, address, lifoIndex);
+          break;
+        }
+        case tag::kRealloc: {
+          takeSeq();
+          uint32_t info = readInfo();
+          const AllocInfo& ai = model.infos[info];
+          Realloc r;
+          r.ev = ev;
+          r.heap = ai.heap;
+          r.size = ai.size;
+          r.actualSize = ai.actualSize;
+          r.stackId = ai.stackId;
+          r.typeId = ai.typeId;
+          r.oldAddress = model.lastAddress + static_cast<uint64_t>(A.zz());
+          r.newAddress = r.oldAddress + static_cast<uint64_t>(A.zz());
+          model.onRealloc(r.oldAddress, r.newAddress, info);
+          visitor(r);
+          break;
+        }
+        case tag::kTime:
+          ev.timeNs += static_cast<uint64_t>(M.zz());
+          break;
+        case tag::kThread:
+          ev.thread = static_cast<uint32_t>(M.varint());
+          break;
+        case tag::kSeq:
+          nextSeq += static_cast<uint64_t>(M.zz());
+          break;
+        case tag::kStackNative:
+        case tag::kStackManaged: {
+          StackNode r;
+          r.id = static_cast<uint32_t>(lastNodeId + static_cast<uint64_t>(M.zz()));
+          r.parent = static_cast<uint32_t>(r.id - static_cast<uint64_t>(M.zz()));
+          r.frame = lastFrame + static_cast<uint64_t>(M.zz());
+          r.managed = t == tag::kStackManaged;
+          lastNodeId = r.id;
+          lastFrame = r.frame;
+          visitor(r);
+          break;
+        }
+        case tag::kCollected: {
+          Collected r;
+          r.gcNumber = static_cast<uint32_t>(M.varint());
+          uint64_t n = M.varint();
+          if (n > M.remaining()) detail::throwBadRecord(where, chunk, "collected count too large");
+          r.addresses.resize(n);
+          uint64_t a = 0;
+          for (uint64_t i = 0; i < n; ++i) r.addresses[i] = a += M.varint();
+          visitor(r);
+          break;
+        }
+        case tag::kExtended: {
+          uint32_t kind = static_cast<uint32_t>(M.varint());
+          uint64_t flags = M.varint();
+          bool isEvent = flags & 2;  // lets a reader keep sequence numbers for unknown kinds
+          bool known = kind >= 1 && kind <= kExtKindMax;
+          if (known && isEvent != extKindIsEvent(static_cast<ExtKind>(kind)))
+            detail::throwBadRecord(where, chunk, "extended record's event flag contradicts its kind");
+          if (isEvent) takeSeq();
+          uint64_t len = M.varint();
+          const uint8_t* body = M.take(len);
+          EventCommon common = isEvent ? ev : EventCommon{};
+          auto rec = detail::decodeExtended(kind, common, {body, static_cast<size_t>(len)},
+                                            where, chunk);
+          if (rec) std::visit(visitor, *rec);
+          break;
+        }
+        default:
+          detail::throwBadRecord(where, chunk,
+                                 "unknown record tag " + std::to_string(t) +
+                                     " (written by a newer HeapMan? upgrade heapman)");
       }
     }
     if (!A.atEnd() || !S.atEnd() || !M.atEnd())

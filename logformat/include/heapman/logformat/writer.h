@@ -45,7 +45,7 @@ class MemorySink : public Sink {
 };
 
 struct WriterOptions {
-  uint32_t recordsChunkBytes = 256u << 10;  // raw bytes of a records chunk before it is closed
+  uint32_t recordsChunkBytes = 1u << 20;  // raw bytes of a records chunk before it is closed
   uint32_t ramChunkBytes = 1u << 20;        // raw bytes of a RAM dump chunk before it is closed
   bool compress = true;                     // LZ4 (a chunk that does not shrink is stored raw)
   uint32_t maxCollectedPerRecord = 32768;   // larger collected sets are split into records
@@ -102,7 +102,7 @@ class LogWriter {
   struct Impl;
   void fail(const std::string& why);
   bool emit(const void* p, size_t n);
-  void beginEvent(const EventCommon& ev, bool& explicitSeq, int64_t& seqDelta);
+  void beginEvent(const EventCommon& ev);
   void noteTime(const EventCommon& ev);
   void afterRecord();
   void writeExtended(ExtKind kind, const EventCommon* ev, const std::vector<uint8_t>& body);

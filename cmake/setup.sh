@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The two set-up commands of README.md. Each installs the Debian packages it needs, builds, and runs.
+#
+#   cmake/setup.sh main   build, then run the main job: write a sample log, print `heapman info`
+#                         of it, write its JSON summary. Outputs go to out/.
+#   cmake/setup.sh test   build with -Werror, run every test (CTest), then build the reader's
+#                         libFuzzer target with clang and ASan/UBSan and fuzz it briefly.
+#                         This is what CI runs (.ci/run).
+#
+# Environment: JOBS (default 2), FUZZ_SECONDS (default 60).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+jobs=${JOBS:-2}
+mode=${1:-}
+
+case "$mode" in
+  main)
+    cmake/deps.sh build
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake --build build -j"$jobs"
+    cmake --install build --prefix out/install >/dev/null
+    mkdir -p out
+    build/samples/demo_log out/demo.hml
+    out/install/bin/heapman info out/demo.hml
+    out/install/bin/heapman info out/demo.hml --json >out/demo-info.json
+    out/install/bin/heapman verify out/demo.hml
+    echo
+    echo "outputs: out/demo.hml (the log), out/demo-info.json (its summary for tools)"
+    ;;
+  test)
+    cmake/deps.sh test
+    cmake -S . -B build-ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEAPMAN_WERROR=ON >/dev/null
+    cmake --build build-ci -j"$jobs"
+    (cd build-ci && ctest --output-on-failure -j"$jobs")
+    # Fuzzing the reader: clang + libFuzzer, ASan and UBSan on everything but the fuzz engine.
+    CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DHEAPMAN_WERROR=ON -DHEAPMAN_FUZZ=ON -DHEAPMAN_SANITIZE=ON -DHEAPMAN_BENCH=OFF >/dev/null
+    cmake --build build-fuzz -j"$jobs" --target reader_fuzz demo_log
+    tests/fuzz/run_fuzz.sh build-fuzz/tests/fuzz/reader_fuzz build-fuzz/samples/demo_log "${FUZZ_SECONDS:-60}"
+    echo "all tests passed"
+    ;;
+  *)
+    echo "usage: cmake/setup.sh main|test" >&2
+    exit 2
+    ;;
+esac

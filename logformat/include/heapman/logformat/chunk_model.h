@@ -1,0 +1,139 @@
+// The per-chunk model that writer and reader both keep while coding a records chunk: what lets
+// a free cost one byte and most allocation addresses cost none (format.h, "Prediction model").
+// Encoder and decoder drive it with the same calls in the same order, so its state is identical
+// on both sides; it is reset at every chunk start so each chunk decodes on its own.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "heapman/logformat/format.h"
+
+namespace heapman::log {
+
+// Allocation attributes, interned per chunk: an allocation names one by its dictionary index.
+struct AllocInfo {
+  HeapKind heap = HeapKind::kNative;
+  uint64_t size = 0;
+  uint64_t actualSize = 0;
+  uint32_t stackId = 0;
+  uint32_t typeId = 0;
+  bool operator==(const AllocInfo&) const = default;
+};
+
+class ChunkModel {
+ public:
+  static constexpr unsigned kSlots = 256;    // size-class table entries (direct mapped)
+  static constexpr unsigned kLifoDepth = 128;  // freed addresses remembered per size class
+
+  struct SizeClass {
+    uint64_t key = 0;       // actualSize this slot currently models
+    uint64_t last = 0;      // last address allocated in the class
+    uint64_t stride = 0;    // last - the address allocated before it
+    uint64_t lifo[kLifoDepth] = {};
+    uint32_t top = 0;       // lifo[(top - 1) % depth] is the most recently freed address
+    uint32_t depth = 0;     // valid entries, <= kLifoDepth
+  };
+
+  ChunkModel() { reset(); }
+
+  void reset() {
+    addrs_.clear();
+    infoOf_.clear();
+    infos.clear();
+    std::memset(static_cast<void*>(slots_), 0, sizeof slots_);
+    std::memset(freeRing_, 0, sizeof freeRing_);
+    freeHead_ = 0;
+    lastAddress = 0;
+    lastFreeOrdinal = -1;
+    bumpEnd = 0;
+    bumpGap = 0;
+  }
+
+  std::vector<AllocInfo> infos;  // the chunk's dictionary, in order of first use
+  uint64_t lastAddress = 0;
+  int64_t lastFreeOrdinal = -1;
+  uint64_t bumpEnd = 0;  // end (address + actual size) of the previous allocation
+  uint64_t bumpGap = 0;  // address of the previous allocation - the bumpEnd before it
+
+  uint64_t allocCount() const { return addrs_.size(); }
+  uint64_t addressOf(uint64_t ordinal) const { return addrs_[ordinal]; }
+  uint32_t infoOf(uint64_t ordinal) const { return infoOf_[ordinal]; }
+
+  SizeClass& sizeClass(uint64_t actualSize) {
+    SizeClass& s = slots_[(actualSize * 0x9E3779B97F4A7C15ull) >> 56];
+    if (s.key != actualSize) {
+      s = SizeClass{};
+      s.key = actualSize;
+    }
+    return s;
+  }
+  static bool lifoHas(const SizeClass& s) { return s.depth > 0; }
+  static uint64_t lifoTop(const SizeClass& s) { return lifoAt(s, 0); }
+  // The j-th most recently freed address of the class (j < depth).
+  static uint64_t lifoAt(const SizeClass& s, uint32_t j) {
+    return s.lifo[(s.top - 1 - j) % kLifoDepth];
+  }
+  uint64_t sequentialGuess(const SizeClass& s) const { return s.last + s.stride; }
+  uint64_t bumpGuess() const { return bumpEnd + bumpGap; }
+  uint64_t ringAt(uint32_t distance) const {
+    return freeRing_[(freeHead_ - 1 - distance) % kRingSize];
+  }
+
+  // An allocation of dictionary entry `info` at `address`; `lifoIndex` >= 0 when the address
+  // was the class's lifoAt(lifoIndex): it leaves the LIFO, the entries above it move down.
+  void onAlloc(uint64_t address, uint32_t info, int lifoIndex) {
+    SizeClass& s = sizeClass(infos[info].actualSize);
+    if (lifoIndex >= 0) {
+      for (uint32_t j = static_cast<uint32_t>(lifoIndex); j > 0; --j)
+        s.lifo[(s.top - 1 - j) % kLifoDepth] = s.lifo[(s.top - j) % kLifoDepth];
+      --s.top;
+      --s.depth;
+    }
+    s.stride = address - s.last;
+    s.last = address;
+    if (lifoIndex < 0) {  // carved, not reused: the next carve likely follows it
+      bumpGap = address - bumpEnd;
+      bumpEnd = address + infos[info].actualSize;
+    }
+    addrs_.push_back(address);
+    infoOf_.push_back(info);
+    lastAddress = address;
+  }
+  // A free of this chunk's allocation number `ordinal`.
+  void onFreeOrdinal(uint64_t ordinal) {
+    uint64_t address = addrs_[ordinal];
+    SizeClass& s = sizeClass(infos[infoOf_[ordinal]].actualSize);
+    s.lifo[s.top % kLifoDepth] = address;
+    ++s.top;
+    if (s.depth < kLifoDepth) ++s.depth;
+    pushRing(address);
+    lastFreeOrdinal = static_cast<int64_t>(ordinal);
+    lastAddress = address;
+  }
+  // A free of an address this chunk did not allocate (or with another heap kind).
+  void onFreeAddress(uint64_t address) {
+    pushRing(address);
+    lastAddress = address;
+  }
+  // A realloc: the old block is gone, the new one is this chunk's next allocation.
+  void onRealloc(uint64_t oldAddress, uint64_t newAddress, uint32_t info) {
+    pushRing(oldAddress);
+    onAlloc(newAddress, info, -1);
+  }
+
+ private:
+  void pushRing(uint64_t address) {
+    freeRing_[freeHead_ % kRingSize] = address;
+    ++freeHead_;
+  }
+
+  std::vector<uint64_t> addrs_;    // address of allocation number i of this chunk
+  std::vector<uint32_t> infoOf_;   // its dictionary entry
+  SizeClass slots_[kSlots];
+  uint64_t freeRing_[kRingSize];   // recently freed addresses
+  uint32_t freeHead_ = 0;
+};
+
+}  // namespace heapman::log
