@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# heapman CLI integration test: writes a log with demo_log, then checks `heapman info` (text and
+# JSON, exact counts), `heapman verify`, and the exit codes and messages for damaged or wrong
+# inputs and wrong usage.
+#
+#   cli_tests.sh HEAPMAN DEMO_LOG
+set -euo pipefail
+
+HEAPMAN=$(realpath "${1:?usage: cli_tests.sh HEAPMAN DEMO_LOG}")
+DEMO_LOG=$(realpath "${2:?usage: cli_tests.sh HEAPMAN DEMO_LOG}")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/heapman-cli-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+
+# run EXPECTED_EXIT NAME CMD...: runs CMD with stdout/stderr captured in NAME.out / NAME.err
+# and checks its exit status.
+run() {
+  local want=$1 name=$2
+  shift 2
+  local rc=0
+  "$@" >"$name.out" 2>"$name.err" || rc=$?
+  if [[ $rc -ne $want ]]; then
+    fail "$name: '$*' exited $rc, expected $want"
+    sed 's/^/  stdout: /' "$name.out" >&2
+    sed 's/^/  stderr: /' "$name.err" >&2
+  fi
+}
+
+# expect_grep NAME FILE REGEX: FILE must match the extended regex.
+expect_grep() {
+  local name=$1 file=$2 re=$3
+  if ! grep -Eq -- "$re" "$file"; then
+    fail "$name: $file does not match /$re/"
+    sed 's/^/  | /' "$file" >&2
+  fi
+}
+
+# --- a good log --------------------------------------------------------------------------------
+run 0 demo "$DEMO_LOG" out.hml
+expect_grep demo demo.out '^demo_log: wrote out.hml \([0-9]+ bytes, 2093 events\)$'
+if [[ ! -s out.hml ]]; then
+  echo "FAIL: demo_log wrote no out.hml; nothing else can be checked" >&2
+  exit 1
+fi
+
+run 0 info_json "$HEAPMAN" info out.hml --json
+python3 - info_json.out <<'EOF' || fail "info --json: wrong numbers (see above)"
+import json, sys
+with open(sys.argv[1]) as f:
+    j = json.load(f)
+want = {
+    ("records", "alloc"): 1002,
+    ("records", "free"): 960,
+    ("records", "realloc"): 0,
+    ("records", "stack_node"): 5,
+    ("records", "collected"): 2,
+    ("records", "string"): 2,
+    ("records", "type_def"): 1,
+    ("records", "gc_begin"): 2,
+    ("records", "gc_end"): 2,
+    ("records", "custom_event"): 4,
+    ("records", "frame_mark"): 120,
+    ("records", "thread_start"): 1,
+    ("records", "thread_stop"): 1,
+    ("records", "module_load"): 1,
+    ("records", "lost"): 0,
+    ("heaps", "native", "allocs"): 1002,
+    ("heaps", "native", "frees"): 960,
+    ("heaps", "native", "reallocs"): 0,
+    ("frees",): 960,
+    ("gcs",): 2,
+    ("collected_objects",): 30,
+    ("custom_events", "total"): 4,
+    ("custom_events", "by_name", "level_start"): 2,
+    ("custom_events", "by_name", "level_end"): 2,
+    ("frame_marks",): 120,
+    ("lost_events",): 0,
+    ("events",): 2093,
+    ("first_seq",): 0,
+    ("last_seq",): 2092,
+    ("complete",): True,
+    ("truncated_reason",): "",
+    ("format", "major"): 1,
+    ("ram_dumps", "segments"): 30,
+    ("ram_dumps", "bytes"): 1440,
+    ("ram_dumps", "deduplicated_segments"): 29,
+    ("chunks", "unknown"): 0,
+    ("header", "recorder_version"): "demo_log 0.1.0",
+    ("header", "pointer_size"): 8,
+    ("header", "runtimes"): [{"kind": "native_malloc", "version": "glibc"}],
+    ("header", "options"): {"source": "demo_log"},
+}
+bad = 0
+for path, value in want.items():
+    node = j
+    for key in path:
+        node = node[key]
+    if node != value or type(node) is not type(value):
+        print("info --json: %s = %r, expected %r" % (".".join(path), node, value), file=sys.stderr)
+        bad += 1
+if j["file_bytes"] <= 0 or j["header"]["command_line"][1:] != ["out.hml"]:
+    print("info --json: bad file_bytes or command_line", file=sys.stderr)
+    bad += 1
+sys.exit(1 if bad else 0)
+EOF
+
+run 0 info_text "$HEAPMAN" info out.hml
+expect_grep info_text info_text.out '^status +complete$'
+expect_grep info_text info_text.out '^events +2093 \(seq 0\.\.2092\)$'
+expect_grep info_text info_text.out '^GCs +2, collected objects 30$'
+expect_grep info_text info_text.out '^frames +120$'
+
+run 0 verify_ok "$HEAPMAN" verify out.hml
+expect_grep verify_ok verify_ok.out '^out\.hml: OK, [0-9]+ chunks, 2093 events verified; complete$'
+
+# --- one flipped byte in the middle -------------------------------------------------------------
+cp out.hml flipped.hml
+size=$(stat -c %s out.hml)
+python3 - flipped.hml "$((size / 2))" <<'EOF'
+import sys
+path, at = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    f.seek(at)
+    b = f.read(1)[0]
+    f.seek(at)
+    f.write(bytes([b ^ 0xff]))
+EOF
+cmp -s out.hml flipped.hml && fail "flipping a byte changed nothing"
+run 1 verify_flipped "$HEAPMAN" verify flipped.hml
+expect_grep verify_flipped verify_flipped.err '^flipped\.hml: FAILED \[[a-z_]+\] chunk [0-9]+ at byte [0-9]+: '
+run 1 info_flipped "$HEAPMAN" info flipped.hml
+expect_grep info_flipped info_flipped.err 'chunk [0-9]+ at byte [0-9]+'
+
+# --- not logs ----------------------------------------------------------------------------------
+: >empty.hml
+run 1 verify_empty "$HEAPMAN" verify empty.hml
+expect_grep verify_empty verify_empty.err '^empty\.hml: FAILED \[empty\] .*empty \(0 bytes\)'
+mkdir adir
+run 1 verify_dir "$HEAPMAN" verify adir
+expect_grep verify_dir verify_dir.err '^adir: FAILED \[io\] .*is a directory'
+run 1 verify_elf "$HEAPMAN" verify /bin/true
+expect_grep verify_elf verify_elf.err '^/bin/true: FAILED \[not_a_log\] .*is not a HeapMan log'
+run 1 verify_missing "$HEAPMAN" verify no-such.hml
+expect_grep verify_missing verify_missing.err '^no-such\.hml: FAILED \[io\] cannot open: No such file'
+run 1 info_empty "$HEAPMAN" info empty.hml
+expect_grep info_empty info_empty.err '^heapman info: empty\.hml: .*empty \(0 bytes\)'
+run 1 info_dir "$HEAPMAN" info adir
+expect_grep info_dir info_dir.err 'is a directory'
+
+# --- a truncated log ---------------------------------------------------------------------------
+cp out.hml cut.hml
+truncate -s $((size * 60 / 100)) cut.hml
+run 0 info_cut "$HEAPMAN" info cut.hml
+expect_grep info_cut info_cut.out '^status +TRUNCATED: .*end at byte [0-9]+$'
+run 0 info_cut_json "$HEAPMAN" info cut.hml --json
+python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["complete"] is False, j["complete"]
+assert "end at byte" in j["truncated_reason"], j["truncated_reason"]
+assert j["file_bytes"] == int(sys.argv[2]), j["file_bytes"]
+' info_cut_json.out "$((size * 60 / 100))" || fail "info --json on the truncated log"
+run 0 verify_cut "$HEAPMAN" verify cut.hml
+expect_grep verify_cut verify_cut.out '^cut\.hml: OK, [0-9]+ chunks, [0-9]+ events verified; truncated: '
+
+# --- usage errors ------------------------------------------------------------------------------
+run 2 bogus "$HEAPMAN" bogusverb
+expect_grep bogus bogus.err "unknown verb 'bogusverb'"
+run 2 info_nolog "$HEAPMAN" info
+expect_grep info_nolog info_nolog.err 'no log given'
+run 2 verify_nolog "$HEAPMAN" verify
+run 2 noverb "$HEAPMAN"
+expect_grep noverb noverb.err '^usage: heapman VERB'
+run 2 info_badopt "$HEAPMAN" info out.hml --bogus-option
+run 0 help "$HEAPMAN" --help
+expect_grep help help.out '^usage: heapman VERB'
+
+if [[ $failures -ne 0 ]]; then
+  echo "$failures check(s) failed" >&2
+  exit 1
+fi
+echo "all CLI checks passed"
