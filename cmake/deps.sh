@@ -8,7 +8,7 @@ packages=(
   liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2
 )
 if [ "${1:-build}" = test ]; then
-  packages+=(clang-14 libclang-rt-14-dev)
+  packages+=(clang-14 libclang-rt-14-dev python3)  # python3: the CLI tests parse JSON
 fi
 
 missing=()

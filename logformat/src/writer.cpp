@@ -190,7 +190,7 @@ void LogWriter::afterRecord() {
 }
 
 void LogWriter::write(const Alloc& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   Impl& d = *impl_;
   beginEvent(r.ev);
   AllocInfo ai{r.heap, r.size, r.actualSize, r.stackId, r.typeId};
@@ -255,7 +255,7 @@ void LogWriter::write(const Alloc& r) {
 }
 
 void LogWriter::write(const Free& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   Impl& d = *impl_;
   beginEvent(r.ev);
   const uint32_t* found = d.ordinalOf.find(r.address);
@@ -283,7 +283,7 @@ void LogWriter::write(const Free& r) {
 }
 
 void LogWriter::write(const Realloc& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   Impl& d = *impl_;
   beginEvent(r.ev);
   d.t.putByte(tag::kRealloc);
@@ -297,7 +297,7 @@ void LogWriter::write(const Realloc& r) {
 }
 
 void LogWriter::write(const StackNode& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   Impl& d = *impl_;
   d.t.putByte(r.managed ? tag::kStackManaged : tag::kStackNative);
   d.m.putZigzag(static_cast<int64_t>(r.id) - static_cast<int64_t>(d.lastNodeId));
@@ -309,7 +309,7 @@ void LogWriter::write(const StackNode& r) {
 }
 
 void LogWriter::write(const Collected& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   std::vector<uint64_t> sorted = r.addresses;
   std::sort(sorted.begin(), sorted.end());
   size_t perRecord = std::max<uint32_t>(1, options_.maxCollectedPerRecord);
@@ -345,11 +345,11 @@ void LogWriter::writeExtended(ExtKind kind, const EventCommon* ev,
 
 #define HEAPMAN_DEF(Type, Kind) \
   void LogWriter::write(const Type& r) { \
-    if (ok_) writeExtended(ExtKind::Kind, nullptr, detail::encodeBody(r)); \
+    if (ok_ && !finished_) writeExtended(ExtKind::Kind, nullptr, detail::encodeBody(r)); \
   }
 #define HEAPMAN_EVENT(Type, Kind) \
   void LogWriter::write(const Type& r) { \
-    if (ok_) writeExtended(ExtKind::Kind, &r.ev, detail::encodeBody(r)); \
+    if (ok_ && !finished_) writeExtended(ExtKind::Kind, &r.ev, detail::encodeBody(r)); \
   }
 HEAPMAN_DEF(LogString, kString)
 HEAPMAN_DEF(TypeDef, kTypeDef)
@@ -365,32 +365,32 @@ HEAPMAN_EVENT(JitRange, kJitRange)
 #undef HEAPMAN_EVENT
 
 void LogWriter::write(const GcBegin& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   impl_->noteGc(r.gcNumber, impl_->entry);
   writeExtended(ExtKind::kGcBegin, &r.ev, detail::encodeBody(r));
 }
 
 void LogWriter::write(const GcEnd& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   impl_->noteGc(r.gcNumber, impl_->entry);
   writeExtended(ExtKind::kGcEnd, &r.ev, detail::encodeBody(r));
 }
 
 void LogWriter::write(const RootSet& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   impl_->noteGc(r.gcNumber, impl_->entry);
   writeExtended(ExtKind::kRootSet, &r.ev, detail::encodeBody(r));
 }
 
 void LogWriter::write(const CustomEvent& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   auto& ids = impl_->entry.eventNameIds;
   if (std::find(ids.begin(), ids.end(), r.nameId) == ids.end()) ids.push_back(r.nameId);
   writeExtended(ExtKind::kCustomEvent, &r.ev, detail::encodeBody(r));
 }
 
 void LogWriter::write(const Lost& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   impl_->index.lostEvents += r.count;
   writeExtended(ExtKind::kLost, &r.ev, detail::encodeBody(r));
 }
@@ -400,23 +400,24 @@ void LogWriter::write(const Record& r) {
 }
 
 void LogWriter::write(const RamSegment& r) {
-  if (!ok_) return;
+  if (!ok_ || finished_) return;
   Impl& d = *impl_;
-  auto put = [&](uint64_t address, uint64_t length, uint64_t hash, const uint8_t* bytes) {
+  auto put = [&](uint64_t address, uint64_t length, uint64_t hash, const uint8_t* bytes,
+                 bool stored) {
     if (d.ramCount == 0) d.ramEntry = IndexEntry{};
     d.ram.putByte(static_cast<uint8_t>(r.kind));
-    d.ram.putByte(bytes ? 1 : 0);
+    d.ram.putByte(stored ? 1 : 0);
     d.ram.putVarint(r.gcNumber);
     d.ram.putVarint(address);
     d.ram.putVarint(length);
     d.ram.putU64(hash);
-    if (bytes) d.ram.putBytes(bytes, length);
+    if (stored) d.ram.putBytes(bytes, length);
     d.noteGc(r.gcNumber, d.ramEntry);
     ++d.ramCount;
     if (d.ram.size() >= options_.ramChunkBytes) flushRam();
   };
   if (!r.hasBytes) {
-    put(r.address, r.length, r.hash, nullptr);
+    put(r.address, r.length, r.hash, nullptr, false);
     return;
   }
   if (r.bytes.size() != r.length) {
@@ -430,14 +431,14 @@ void LogWriter::write(const RamSegment& r) {
     const uint8_t* p = r.bytes.data() + off;
     uint64_t h = XXH3_64bits(p, n);
     bool fresh = impl_->ramHashes.insert(h).second;
-    put(r.address + off, n, h, fresh ? p : nullptr);
+    put(r.address + off, n, h, p, fresh);
     off += n;
   } while (off < r.length && ok_);
 }
 
 void LogWriter::writeChunk(uint16_t type, const uint8_t* raw, size_t rawLen, uint64_t firstSeq,
                            uint32_t count, IndexEntry* entry) {
-  if (!ok_) return;
+  if (!ok_) return;  // not finished_: finish() writes the index through here
   if (rawLen > kMaxChunkRaw) {
     fail("chunk larger than the format allows");
     return;
@@ -540,6 +541,7 @@ void LogWriter::finish() {
 
 void LogWriter::writeRawChunk(uint16_t type, std::span<const uint8_t> payload, uint64_t firstSeq,
                               uint32_t count) {
+  if (!ok_ || finished_) return;
   flush();
   IndexEntry entry;
   writeChunk(type, payload.data(), payload.size(), firstSeq, count, &entry);

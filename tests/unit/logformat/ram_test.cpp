@@ -144,12 +144,8 @@ TEST_CASE("a RAM segment whose bytes do not match its length stops the writer", 
   CHECK(sink.bytes.size() == before);
 }
 
-// BUG (writer.cpp, LogWriter::write(const RamSegment&)): whether a piece's bytes are stored is
-// decided by `bytes ? 1 : 0` on the data pointer, and an empty std::vector's data() is null, so
-// a fresh zero-length segment is written as "deduplicated" (hasBytes false) and summarize()
-// counts it in ramDedupedSegments. Fix: pass `fresh` to put() as its own flag and store
-// `flags = fresh ? 1 : 0` (putBytes only when fresh). Remove [!mayfail] once fixed.
-TEST_CASE("a fresh zero-length RAM segment keeps hasBytes", "[ram][!mayfail]") {
+// A zero-length segment has a null data pointer; it must still be stored, not deduplicated.
+TEST_CASE("a fresh zero-length RAM segment keeps hasBytes", "[ram]") {
   const RamSegment empty{SegmentKind::kThreadStack, 2, 0x7ffd'0000, 0, XXH3_64bits(nullptr, 0), true, {}};
   Bytes log = writeLog(testHeader(), {}, [&](LogWriter& w) { w.write(empty); });
   LogReader r = LogReader::fromBytes(log);

@@ -145,8 +145,10 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
     uint64_t nextSeq = firstSeq;
     uint64_t lastFrame = 0;
     uint32_t lastNodeId = 0;
-    thread_local ChunkModel model;  // reused: keeps its vectors' capacity across chunks
-    model.reset();
+    // On the heap: ~270 KiB of size-class table; one per call so visitors may decode other
+    // chunks from inside their callbacks.
+    auto modelPtr = std::make_unique<ChunkModel>();
+    ChunkModel& model = *modelPtr;
     auto takeSeq = [&] { ev.seq = nextSeq++; };
     auto readInfo = [&]() -> uint32_t {
       uint64_t i = S.varint();

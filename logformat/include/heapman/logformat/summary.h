@@ -24,7 +24,7 @@ struct LogSummary {
   std::array<uint64_t, kRecordKindCount> records{};  // by Record alternative (recordKindName)
   std::array<HeapStats, kHeapKindCount> heaps{};
   uint64_t chunks = 0, recordChunks = 0, ramChunks = 0, unknownChunks = 0;
-  uint64_t stateRecords = 0;  // TIME and THREAD records
+  uint64_t stateRecords = 0;  // TIME, THREAD and SEQ records and skipped unknown extended kinds
   uint64_t firstSeq = 0, lastSeq = 0, events = 0;
   uint64_t durationNs = 0;    // largest event time
   uint64_t gcs = 0;           // GcEnd records
