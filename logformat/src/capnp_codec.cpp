@@ -1,7 +1,11 @@
 #include "capnp_codec.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include <capnp/message.h>
 #include <capnp/serialize-packed.h>
+#include <capnp/serialize.h>
 #include <kj/io.h>
 
 #include "heapman.capnp.h"
@@ -18,18 +22,64 @@ std::vector<uint8_t> pack(capnp::MessageBuilder& msg) {
   return std::vector<uint8_t>(a.begin(), a.end());
 }
 
-// Reads a packed message from a bounded span. The traversal limit scales with the input so a
-// small corrupt body cannot make the reader walk gigabytes (amplification guard).
+// Upper bound on the unpacked size of one message (header, index or extended body).
+constexpr size_t kMaxMessageWords = kMaxChunkRaw / sizeof(capnp::word);
+
+// Unpacks a packed message (capnp packing: a tag byte, then the word's nonzero bytes; tag 0x00
+// is followed by a count of further zero words, tag 0xFF by a count of verbatim words) into
+// exactly the words the bytes hold. Refuses more than `maxWords` and a truncated stream.
+kj::Array<capnp::word> unpack(std::span<const uint8_t> in, size_t maxWords) {
+  size_t words = 0;
+  for (size_t i = 0; i < in.size();) {
+    uint8_t tag = in[i++];
+    size_t run = 0;
+    if (tag != 0x00) i += static_cast<size_t>(__builtin_popcount(tag));
+    if (tag == 0x00 || tag == 0xFF) {
+      KJ_REQUIRE(i < in.size(), "packed message ends inside a run");
+      run = in[i++];
+      if (tag == 0xFF) i += run * sizeof(capnp::word);
+    }
+    KJ_REQUIRE(i <= in.size(), "packed message ends inside a word");
+    words += 1 + run;
+    KJ_REQUIRE(words <= maxWords, "message unpacks to more words than its size allows", maxWords);
+  }
+  auto out = kj::heapArray<capnp::word>(words);
+  auto* o = reinterpret_cast<uint8_t*>(out.begin());
+  for (size_t i = 0; i < in.size();) {
+    uint8_t tag = in[i++];
+    for (int b = 0; b < 8; ++b) *o++ = (tag >> b) & 1 ? in[i++] : 0;
+    if (tag == 0x00 || tag == 0xFF) {
+      size_t run = in[i++] * sizeof(capnp::word);
+      if (tag == 0x00) {
+        std::memset(o, 0, run);
+      } else {
+        std::memcpy(o, in.data() + i, run);
+        i += run;
+      }
+      o += run;
+    }
+  }
+  return out;
+}
+
+// Reads a packed message from a bounded span. It is unpacked first, so memory follows the bytes
+// that are there and never the segment sizes the message declares (PackedMessageReader would
+// allocate those up front: a 20 KB log could make it ask for gigabytes). The unpacked size is
+// capped at 128 bytes per packed byte (a 2-byte zero run otherwise stands for 2 KiB) and at
+// kMaxMessageWords; the traversal limit, as before, scales with the input (amplification guard).
 template <class Fn>
 auto withReader(std::span<const uint8_t> bytes, Fn&& fn) {
-  kj::ArrayInputStream in(kj::arrayPtr(bytes.data(), bytes.size()));
+  uint64_t limit = 64 + static_cast<uint64_t>(bytes.size()) * 16;
+  kj::Array<capnp::word> words = unpack(bytes, std::min<uint64_t>(limit, kMaxMessageWords));
   capnp::ReaderOptions opts;
-  opts.traversalLimitInWords = 64 + bytes.size() * 16;
+  opts.traversalLimitInWords = limit;
   opts.nestingLimit = 16;
-  capnp::PackedMessageReader reader(in, opts);
+  capnp::FlatArrayMessageReader reader(words, opts);
   return fn(reader);
 }
 
+// std::string -> Text with its length: the implicit kj::StringPtr conversion stops at the first NUL.
+capnp::Text::Reader textOf(const std::string& s) { return capnp::Text::Reader(s.c_str(), s.size()); }
 std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 std::vector<uint8_t> data(capnp::Data::Reader d) { return std::vector<uint8_t>(d.begin(), d.end()); }
 kj::ArrayPtr<const kj::byte> bytesOf(const std::vector<uint8_t>& v) {
@@ -48,27 +98,27 @@ RootSource fromSchema(s::RootSource v) {
 std::vector<uint8_t> encodeHeader(const Header& h) {
   capnp::MallocMessageBuilder msg;
   auto b = msg.initRoot<s::Header>();
-  b.setRecorderVersion(h.recorderVersion);
+  b.setRecorderVersion(textOf(h.recorderVersion));
   b.setPid(h.pid);
   b.setParentPid(h.parentPid);
-  b.setExecutable(h.executable);
+  b.setExecutable(textOf(h.executable));
   auto cl = b.initCommandLine(h.commandLine.size());
-  for (size_t i = 0; i < h.commandLine.size(); ++i) cl.set(i, h.commandLine[i]);
+  for (size_t i = 0; i < h.commandLine.size(); ++i) cl.set(i, textOf(h.commandLine[i]));
   b.setStartWallTimeNs(h.startWallTimeNs);
   b.setStartClockNs(h.startClockNs);
-  b.setClock(h.clock);
+  b.setClock(textOf(h.clock));
   b.setPointerSize(h.pointerSize);
   auto rt = b.initRuntimes(h.runtimes.size());
   for (size_t i = 0; i < h.runtimes.size(); ++i) {
     rt[i].setKind(static_cast<s::RuntimeKind>(h.runtimes[i].kind));
-    rt[i].setVersion(h.runtimes[i].version);
+    rt[i].setVersion(textOf(h.runtimes[i].version));
   }
   auto op = b.initOptions(h.options.size());
   for (size_t i = 0; i < h.options.size(); ++i) {
-    op[i].setKey(h.options[i].first);
-    op[i].setValue(h.options[i].second);
+    op[i].setKey(textOf(h.options[i].first));
+    op[i].setValue(textOf(h.options[i].second));
   }
-  b.setHostname(h.hostname);
+  b.setHostname(textOf(h.hostname));
   return pack(msg);
 }
 
@@ -158,16 +208,16 @@ IndexData decodeIndex(std::span<const uint8_t> bytes) {
     return pack(msg);                             \
   }
 
-HEAPMAN_BODY(LogString, b.setId(r.id); b.setText(r.text))
-HEAPMAN_BODY(TypeDef, b.setId(r.id); b.setName(r.name); b.setInstanceSize(r.instanceSize);
+HEAPMAN_BODY(LogString, b.setId(r.id); b.setText(textOf(r.text)))
+HEAPMAN_BODY(TypeDef, b.setId(r.id); b.setName(textOf(r.name)); b.setInstanceSize(r.instanceSize);
              b.setDescriptor(r.descriptor))
-HEAPMAN_BODY(MethodDef, b.setId(r.id); b.setName(r.name); b.setHandle(r.handle))
+HEAPMAN_BODY(MethodDef, b.setId(r.id); b.setName(textOf(r.name)); b.setHandle(r.handle))
 HEAPMAN_BODY(GcBegin, b.setGcNumber(r.gcNumber); b.setHeapSize(r.heapSize);
              b.setGeneration(r.generation))
 HEAPMAN_BODY(GcEnd, b.setGcNumber(r.gcNumber); b.setHeapSize(r.heapSize);
              b.setFreeBytes(r.freeBytes); b.setPauseNs(r.pauseNs))
 HEAPMAN_BODY(RootRange, b.setAdded(r.added); b.setAddress(r.address); b.setSize(r.size);
-             b.setSource(toSchema(r.source)); b.setLabel(r.label))
+             b.setSource(toSchema(r.source)); b.setLabel(textOf(r.label)))
 HEAPMAN_BODY(RootSet, b.setGcNumber(r.gcNumber); auto l = b.initRoots(r.roots.size());
              for (size_t i = 0; i < r.roots.size(); ++i) {
                l[i].setAddress(r.roots[i].address);
@@ -177,10 +227,10 @@ HEAPMAN_BODY(RootSet, b.setGcNumber(r.gcNumber); auto l = b.initRoots(r.roots.si
              })
 HEAPMAN_BODY(CustomEvent, b.setNameId(r.nameId); b.setPayload(bytesOf(r.payload)))
 HEAPMAN_BODY(FrameMark, b.setFrame(r.frame))
-HEAPMAN_BODY(ThreadStart, b.setIndex(r.index); b.setOsTid(r.osTid); b.setName(r.name);
+HEAPMAN_BODY(ThreadStart, b.setIndex(r.index); b.setOsTid(r.osTid); b.setName(textOf(r.name));
              b.setStackLow(r.stackLow); b.setStackHigh(r.stackHigh))
 HEAPMAN_BODY(ThreadStop, b.setIndex(r.index))
-HEAPMAN_BODY(ModuleLoad, b.setPath(r.path); b.setBase(r.base); b.setSize(r.size);
+HEAPMAN_BODY(ModuleLoad, b.setPath(textOf(r.path)); b.setBase(r.base); b.setSize(r.size);
              b.setBuildId(bytesOf(r.buildId)); auto l = b.initSegments(r.segments.size());
              for (size_t i = 0; i < r.segments.size(); ++i) {
                l[i].setVaddr(r.segments[i].vaddr);
@@ -190,7 +240,7 @@ HEAPMAN_BODY(ModuleLoad, b.setPath(r.path); b.setBase(r.base); b.setSize(r.size)
 HEAPMAN_BODY(ModuleUnload, b.setBase(r.base))
 HEAPMAN_BODY(JitRange, b.setMethodId(r.methodId); b.setCodeStart(r.codeStart);
              b.setCodeSize(r.codeSize))
-HEAPMAN_BODY(Lost, b.setCount(r.count); b.setThread(r.lostThread); b.setReason(r.reason))
+HEAPMAN_BODY(Lost, b.setCount(r.count); b.setThread(r.lostThread); b.setReason(textOf(r.reason)))
 #undef HEAPMAN_BODY
 
 std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,

@@ -209,6 +209,13 @@ ChunkHeader LogReader::readChunkHeader(uint64_t offset, uint32_t number) const {
                       "chunk lengths are inconsistent (stored " + std::to_string(c.storedLength) +
                           ", raw " + std::to_string(c.rawLength) + ")");
   }
+  // LZ4 cannot expand a block by more than ~255x; a larger claim is corruption, refused before
+  // the reader allocates rawLength bytes for it.
+  if ((c.flags & kChunkFlagLz4) && c.rawLength > uint64_t{c.storedLength} * 255 + 16) {
+    throw FormatError(ErrorCode::kBadChunkHeader, offset, number,
+                      "raw length " + std::to_string(c.rawLength) + " is impossible for " +
+                          std::to_string(c.storedLength) + " LZ4 bytes");
+  }
   if (c.flags & ~kChunkFlagLz4) {
     throw FormatError(ErrorCode::kBadChunkHeader, offset, number,
                       "unknown chunk flags " + std::to_string(c.flags) +
@@ -352,14 +359,15 @@ void LogReader::checkCount(const ChunkRef& c, uint32_t decoded) const {
   }
 }
 
-std::vector<RamSegment> LogReader::ramSegments(const ChunkRef& c) const {
+void LogReader::forEachSegment(const ChunkRef& c,
+                               const std::function<void(const RamSegment&)>& fn) const {
   std::vector<uint8_t> buf;
   auto raw = payload(c, buf);
-  std::vector<RamSegment> out;
+  uint32_t n = 0;
+  RamSegment s;
   try {
     ByteCursor in(raw.data(), raw.data() + raw.size());
     while (!in.atEnd()) {
-      RamSegment s;
       s.kind = static_cast<SegmentKind>(in.byte());
       uint8_t flags = in.byte();
       s.gcNumber = static_cast<uint32_t>(in.varint());
@@ -367,16 +375,23 @@ std::vector<RamSegment> LogReader::ramSegments(const ChunkRef& c) const {
       s.length = in.varint();
       s.hash = in.u64();
       s.hasBytes = flags & 1;
+      s.bytes.clear();
       if (s.hasBytes) {
         const uint8_t* p = in.take(s.length);
         s.bytes.assign(p, p + s.length);
       }
-      out.push_back(std::move(s));
+      ++n;
+      fn(s);
     }
   } catch (const CursorOverrun& e) {
     detail::throwBadRecord(c.offset, c.number, e.what());
   }
-  checkCount(c, static_cast<uint32_t>(out.size()));
+  checkCount(c, n);
+}
+
+std::vector<RamSegment> LogReader::ramSegments(const ChunkRef& c) const {
+  std::vector<RamSegment> out;
+  forEachSegment(c, [&](const RamSegment& s) { out.push_back(s); });
   return out;
 }
 

@@ -80,11 +80,11 @@ LogSummary summarize(const LogReader& reader) {
       }
       case ChunkType::kRamDump:
         s.ramChunks++;
-        for (const RamSegment& seg : reader.ramSegments(c)) {
+        reader.forEachSegment(c, [&](const RamSegment& seg) {
           s.ramSegments++;
           s.ramBytes += seg.length;
           if (!seg.hasBytes) s.ramDedupedSegments++;
-        }
+        });
         break;
       default:
         s.unknownChunks++;  // a newer minor version's chunk type: skipped by length

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -100,7 +101,9 @@ class LogReader {
     checkCount(c, n);
     return n;
   }
-  // Decodes the segments of a RAM dump chunk.
+  // Decodes the segments of a RAM dump chunk one at a time (memory: one segment).
+  void forEachSegment(const ChunkRef& c, const std::function<void(const RamSegment&)>& fn) const;
+  // The same, collected (convenient for small chunks and tests).
   std::vector<RamSegment> ramSegments(const ChunkRef& c) const;
 
  private:
