@@ -52,9 +52,11 @@ struct LogEnd {
 // Decodes one records chunk's raw payload, calling visitor(const T&) for every record type T of
 // `Record` in order. Returns the number of records (tags) decoded. Throws FormatError
 // (kBadRecord) on malformed input; `where` and `chunk` name the chunk in that error.
+// `model` is scratch state; pass one to reuse its memory across chunks (it is reset here).
 template <class Visitor>
 uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&& visitor,
-                       uint64_t where = 0, int64_t chunk = FormatError::kNoChunk);
+                       uint64_t where = 0, int64_t chunk = FormatError::kNoChunk,
+                       ChunkModel* model = nullptr);
 
 class LogReader {
  public:
@@ -89,15 +91,18 @@ class LogReader {
   template <class Visitor>
   void forEachRecord(Visitor&& v) const {
     std::vector<uint8_t> buf;
+    auto model = std::make_unique<ChunkModel>();
     for (const ChunkRef& c : chunks_) {
       if (c.header.type != static_cast<uint16_t>(ChunkType::kRecords)) continue;
-      decodeChunk(c, buf, v);
+      decodeChunk(c, buf, v, model.get());
     }
   }
+  // Decodes one records chunk; `model` as for decodeRecords().
   template <class Visitor>
-  uint32_t decodeChunk(const ChunkRef& c, std::vector<uint8_t>& buf, Visitor&& v) const {
+  uint32_t decodeChunk(const ChunkRef& c, std::vector<uint8_t>& buf, Visitor&& v,
+                       ChunkModel* model = nullptr) const {
     auto raw = payload(c, buf);
-    uint32_t n = decodeRecords(raw, c.header.firstSeq, v, c.offset, c.number);
+    uint32_t n = decodeRecords(raw, c.header.firstSeq, v, c.offset, c.number, model);
     checkCount(c, n);
     return n;
   }
@@ -133,7 +138,7 @@ std::optional<Record> decodeExtended(uint32_t kind, const EventCommon& ev,
 
 template <class Visitor>
 uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&& visitor,
-                       uint64_t where, int64_t chunk) {
+                       uint64_t where, int64_t chunk, ChunkModel* scratch) {
   uint32_t count = 0;
   try {
     ByteCursor hdr(raw.data(), raw.data() + raw.size());
@@ -148,10 +153,11 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
     uint64_t nextSeq = firstSeq;
     uint64_t lastFrame = 0;
     uint32_t lastNodeId = 0;
-    // On the heap: ~270 KiB of size-class table; one per call so visitors may decode other
-    // chunks from inside their callbacks.
-    auto modelPtr = std::make_unique<ChunkModel>();
-    ChunkModel& model = *modelPtr;
+    // ~270 KiB of size-class table: on the heap, and reused when the caller passes one.
+    std::unique_ptr<ChunkModel> owned;
+    if (!scratch) owned = std::make_unique<ChunkModel>();
+    ChunkModel& model = scratch ? *scratch : *owned;
+    if (scratch) model.reset();
     auto takeSeq = [&] { ev.seq = nextSeq++; };
     auto readInfo = [&]() -> uint32_t {
       uint64_t i = S.varint();
