@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The two set-up commands of README.md. Each installs the Debian packages it needs, builds, and runs.
 #
-#   cmake/setup.sh main   build, then run the main job: write a sample log, print `heapman info`
-#                         of it, write its JSON summary. Outputs go to out/.
+#   cmake/setup.sh main   build and install to out/install, then run the main job: record the
+#                         sample game with heaprec, print `heapman info` of the log, write its
+#                         JSON summary. Outputs go to out/.
 #   cmake/setup.sh test   build with -Werror, run every test (CTest), then build the reader's
 #                         libFuzzer target with clang and ASan/UBSan and fuzz it briefly.
 #                         This is what CI runs (.ci/run).
@@ -22,12 +23,13 @@ case "$mode" in
     cmake --build build -j"$jobs"
     cmake --install build --prefix out/install >/dev/null
     mkdir -p out
-    build/samples/demo_log out/demo.hml
-    out/install/bin/heapman info out/demo.hml
-    out/install/bin/heapman info out/demo.hml --json >out/demo-info.json
-    out/install/bin/heapman verify out/demo.hml
+    # Record the sample game (C++ heap, two threads, levels and frames), then summarize the log.
+    out/install/bin/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
+    out/install/bin/heapman info out/native_game.hml
+    out/install/bin/heapman info out/native_game.hml --json >out/native_game-info.json
+    out/install/bin/heapman verify out/native_game.hml
     echo
-    echo "outputs: out/demo.hml (the log), out/demo-info.json (its summary for tools)"
+    echo "outputs: out/native_game.hml (the log), out/native_game-info.json (its summary for tools)"
     ;;
   test)
     cmake/deps.sh test

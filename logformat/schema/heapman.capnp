@@ -68,6 +68,7 @@ struct Index {
   endTimeNs @3 :UInt64;
   recordCount @4 :UInt64;
   lostEvents @5 :UInt64;          # sum of Lost.count
+  eventCount @6 :UInt64;          # event records written (those with sequence numbers)
 }
 
 # ---------------------------------------------------------------------------------------------

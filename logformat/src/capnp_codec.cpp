@@ -154,6 +154,7 @@ std::vector<uint8_t> encodeIndex(const IndexData& idx) {
   b.setEndTimeNs(idx.endTimeNs);
   b.setRecordCount(idx.recordCount);
   b.setLostEvents(idx.lostEvents);
+  b.setEventCount(idx.eventCount);
   auto list = b.initChunks(idx.chunks.size());
   for (size_t i = 0; i < idx.chunks.size(); ++i) {
     const IndexEntry& e = idx.chunks[i];
@@ -182,6 +183,7 @@ IndexData decodeIndex(std::span<const uint8_t> bytes) {
     idx.endTimeNs = r.getEndTimeNs();
     idx.recordCount = r.getRecordCount();
     idx.lostEvents = r.getLostEvents();
+    idx.eventCount = r.getEventCount();
     for (auto c : r.getChunks()) {
       IndexEntry e;
       e.offset = c.getOffset();

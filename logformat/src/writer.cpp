@@ -84,10 +84,15 @@ struct LogWriter::Impl {
   size_t rawSize() const { return t.size() + a.size() + s.size() + m.size() + 15; }
 
   static uint64_t infoHash(const AllocInfo& info) {
-    uint64_t fields[4] = {info.size, info.actualSize,
-                          uint64_t{info.stackId} << 32 | info.typeId,
-                          static_cast<uint64_t>(info.heap)};
-    return XXH3_64bits(fields, sizeof fields);
+    // Multiply-xorshift mixing: a lookup key only (entries are compared in full on a hit).
+    auto mix = [](uint64_t h, uint64_t v) {
+      h ^= v * 0x9E3779B97F4A7C15ull;
+      return (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
+    };
+    uint64_t h = mix(static_cast<uint64_t>(info.heap), info.size);
+    h = mix(h, info.actualSize);
+    h = mix(h, uint64_t{info.stackId} << 32 | info.typeId);
+    return h ^ (h >> 32);
   }
   std::optional<uint32_t> findInfo(const AllocInfo& info) const {
     const uint32_t* found = infoIndex.find(infoHash(info));
@@ -180,6 +185,7 @@ void LogWriter::beginEvent(const EventCommon& ev) {
     ++d.count;
   }
   d.nextSeq = ev.seq + 1;
+  ++d.index.eventCount;
   d.entry.lastTimeNs = ev.timeNs;
   d.endTime = std::max(d.endTime, ev.timeNs);
 }

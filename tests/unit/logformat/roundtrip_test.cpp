@@ -350,7 +350,7 @@ TEST_CASE("the footer index describes every chunk exactly", "[roundtrip][index]"
   // TIME (backwards), THREAD, lost.
   IndexEntry e0{off0, 1, 10, 14, 12, {3}, {1}, 100, 90};
   IndexEntry e1{c0.end(), 2, 15, 14, 1, {3}, {}, 0, 0};
-  IndexData want{true, {e0, e1}, 15, 250, 13, 5};
+  IndexData want{true, {e0, e1}, 15, 250, 13, 5, 5};  // 5 events: seq 10..14
   REQUIRE(r.index().has_value());
   CHECK(*r.index() == want);
   CHECK(c0.header.firstSeq == 10);

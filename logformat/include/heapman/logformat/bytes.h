@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -12,40 +13,60 @@ namespace heapman::log {
 inline uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 inline int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
-// Append-only byte buffer with unchecked writes after ensure(); used by the writer.
+// Append-only byte buffer for the writer's streams: raw storage grown by doubling, so that the
+// common append is a bounds check and a store (no std::vector::insert call per byte).
 class ByteBuffer {
  public:
-  size_t size() const { return data_.size(); }
-  bool empty() const { return data_.empty(); }
-  const uint8_t* data() const { return data_.data(); }
-  void clear() { data_.clear(); }
-  void reserve(size_t n) { data_.reserve(n); }
+  ByteBuffer() = default;
+  ByteBuffer(const ByteBuffer&) = delete;
+  ByteBuffer& operator=(const ByteBuffer&) = delete;
 
-  void putByte(uint8_t b) { data_.push_back(b); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const uint8_t* data() const { return data_.get(); }
+  void clear() { size_ = 0; }
+  void reserve(size_t n) {
+    if (n > capacity_) grow(n);
+  }
+
+  void putByte(uint8_t b) {
+    if (size_ == capacity_) grow(size_ + 1);
+    data_[size_++] = b;
+  }
   void putVarint(uint64_t v) {
-    uint8_t tmp[10];
-    size_t n = 0;
+    if (capacity_ - size_ < 10) grow(size_ + 10);
+    uint8_t* p = data_.get() + size_;
     while (v >= 0x80) {
-      tmp[n++] = static_cast<uint8_t>(v | 0x80);
+      *p++ = static_cast<uint8_t>(v | 0x80);
       v >>= 7;
     }
-    tmp[n++] = static_cast<uint8_t>(v);
-    data_.insert(data_.end(), tmp, tmp + n);
+    *p++ = static_cast<uint8_t>(v);
+    size_ = static_cast<size_t>(p - data_.get());
   }
   void putZigzag(int64_t v) { putVarint(zigzag(v)); }
   void putU64(uint64_t v) {
-    uint8_t tmp[8];
-    for (int i = 0; i < 8; ++i) tmp[i] = static_cast<uint8_t>(v >> (8 * i));
-    data_.insert(data_.end(), tmp, tmp + 8);
+    if (capacity_ - size_ < 8) grow(size_ + 8);
+    for (int i = 0; i < 8; ++i) data_[size_++] = static_cast<uint8_t>(v >> (8 * i));
   }
   void putBytes(const void* p, size_t n) {
-    auto* b = static_cast<const uint8_t*>(p);
-    data_.insert(data_.end(), b, b + n);
+    if (capacity_ - size_ < n) grow(size_ + n);
+    if (n) std::memcpy(data_.get() + size_, p, n);
+    size_ += n;
   }
-  std::vector<uint8_t>& vector() { return data_; }
 
  private:
-  std::vector<uint8_t> data_;
+  void grow(size_t need) {
+    size_t cap = capacity_ ? capacity_ : 4096;
+    while (cap < need) cap *= 2;
+    std::unique_ptr<uint8_t[]> d(new uint8_t[cap]);
+    if (size_) std::memcpy(d.get(), data_.get(), size_);
+    data_ = std::move(d);
+    capacity_ = cap;
+  }
+
+  std::unique_ptr<uint8_t[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
 };
 
 // Thrown by ByteCursor when a read runs past its end or a varint is malformed; readers turn it

@@ -26,6 +26,7 @@ struct IndexData {
   uint64_t endTimeNs = 0;
   uint64_t recordCount = 0;
   uint64_t lostEvents = 0;
+  uint64_t eventCount = 0;
   bool operator==(const IndexData&) const = default;
 };
 

@@ -1,0 +1,366 @@
+// Recorder state, per-thread rings, the two-phase emit, stack capture, start-up and shut-down,
+// and the custom-event entry points of heapman.h.
+#include "recorder.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "heapman/logformat/format.h"
+
+namespace heapman::rec {
+
+State g;
+__thread bool t_guard HEAPMAN_TLS = false;
+
+namespace {
+
+__thread Ring* t_ring HEAPMAN_TLS = nullptr;
+__thread bool t_noRing HEAPMAN_TLS = false;  // registration failed, or the thread has exited
+__thread uintptr_t t_stackHigh HEAPMAN_TLS = 0;
+
+uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One line on stderr, without stdio (it may be in any state) and without allocating.
+void say(const char* a, const char* b = "", const char* c = "") {
+  char buf[1024];
+  int n = std::snprintf(buf, sizeof buf, "heaprec: %s%s%s\n", a, b, c);
+  if (n > 0) (void)!::write(2, buf, static_cast<size_t>(n < 1024 ? n : 1023));
+}
+
+// pthread key destructor: the thread is exiting.
+void threadExit(void* p) {
+  Guard guard;
+  Ring* r = static_cast<Ring*>(p);
+  if (RawEvent* e = begin(r, Kind::kThreadStop, 0, 0)) commit(r, e);
+  r->closed.store(1, std::memory_order_release);
+  t_ring = nullptr;
+  t_noRing = true;
+  wakeWriter();
+}
+
+}  // namespace
+
+void wakeWriter() {
+  g.wake.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.wake), FUTEX_WAKE_PRIVATE, 1, nullptr,
+          nullptr, 0);
+}
+
+Ring* threadRing() {
+  if (t_ring) return t_ring;
+  if (t_noRing || !g.active.load(std::memory_order_acquire)) return nullptr;
+  Guard guard;
+  Ring* r = ringCreate(g.nextThread.fetch_add(1), g.ringBytes);
+  if (!r) {
+    t_noRing = true;
+    return nullptr;
+  }
+  // Stack bounds, for the frame-pointer walk and the log. pthread_getattr_np allocates (through
+  // the real malloc: the guard is set).
+  uintptr_t low = 0, high = 0;
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+      low = reinterpret_cast<uintptr_t>(addr);
+      high = low + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  t_stackHigh = high;
+  Ring* head = g.rings.load(std::memory_order_relaxed);
+  do {
+    r->next = head;
+  } while (!g.rings.compare_exchange_weak(head, r, std::memory_order_release,
+                                          std::memory_order_relaxed));
+  t_ring = r;
+  pthread_setspecific(g.threadKey, r);
+  if (RawEvent* e = begin(r, Kind::kThreadStart, 0, 0)) {
+    e->a = static_cast<uint64_t>(gettid());
+    e->b = low;
+    e->c = high;
+    commit(r, e);
+  }
+  return r;
+}
+
+RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
+  uint32_t size = static_cast<uint32_t>(
+      (sizeof(RawEvent) + nframes * sizeof(uint64_t) + extraLen + 7) & ~uint64_t{7});
+  const uint64_t mask = r->capacity - 1;
+  // Room for a pending kLost record too, so that a drop is reported before the next event.
+  uint32_t need = size + (r->lostPending ? static_cast<uint32_t>(sizeof(RawEvent)) : 0);
+  uint64_t head = r->head.load(std::memory_order_relaxed);
+  uint64_t contiguous = r->capacity - (head & mask);
+  uint64_t total = need <= contiguous ? need : contiguous + need;
+  // Wait for the writer while the ring is full: spin briefly, then yield, up to ~1 s, then drop.
+  // The consumer's tail is read only when the cached copy says the ring is full, so that the
+  // two threads do not pull one cache line back and forth on every event.
+  if (head + total - r->cachedTail > r->capacity)
+    r->cachedTail = r->tail.load(std::memory_order_acquire);
+  for (int round = 0; head + total - r->cachedTail > r->capacity;
+       r->cachedTail = r->tail.load(std::memory_order_acquire), ++round) {
+    if (round == 0 || (round & 63) == 0) wakeWriter();
+    if (round > 20000 || g.stop.load(std::memory_order_relaxed)) {
+      ++r->lostPending;
+      return nullptr;
+    }
+    if (round < 100)
+      _mm_pause();
+    else if (round < 1000)
+      sched_yield();
+    else {
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+  // Wake the writer as the ring crosses half full (it also wakes every millisecond).
+  uint64_t fill = head - r->cachedTail;
+  if (fill <= r->capacity / 2 && fill + total > r->capacity / 2) wakeWriter();
+  if (need > contiguous) {  // pad to the end, start again at 0
+    auto* pad = reinterpret_cast<RawEvent*>(r->data + (head & mask));
+    pad->size = static_cast<uint32_t>(contiguous);
+    pad->kind = Kind::kPad;
+    head += contiguous;
+  }
+  // Busy before taking a number. Relaxed is enough: the fetch_add below is a release (and on
+  // x86 a locked instruction) that keeps this store before it. A writer that reads the counter
+  // before our increment gets a watermark <= our number anyway; one that reads it after
+  // synchronizes with the increment and so sees busy (or the committed record).
+  r->busy.store(1, std::memory_order_relaxed);
+  if (r->lostPending) {
+    auto* lost = reinterpret_cast<RawEvent*>(r->data + (head & mask));
+    std::memset(lost, 0, sizeof(RawEvent));
+    lost->size = sizeof(RawEvent);
+    lost->kind = Kind::kLost;
+    lost->a = r->lostPending;
+    lost->seq = g.seq.fetch_add(1, std::memory_order_acq_rel);
+    lost->tsc = __rdtsc();
+    r->lostPending = 0;
+    head += sizeof(RawEvent);
+    r->head.store(head, std::memory_order_release);
+    r->nextSeq.store(lost->seq + 1, std::memory_order_release);
+  }
+  auto* e = reinterpret_cast<RawEvent*>(r->data + (head & mask));
+  e->size = size;
+  e->kind = kind;
+  e->heap = 0;
+  e->flags = 0;
+  e->nframes = static_cast<uint16_t>(nframes);
+  e->reserved = 0;
+  e->extraLen = extraLen;
+  e->seq = g.seq.fetch_add(1, std::memory_order_acq_rel);
+  e->tsc = __rdtsc();
+  e->a = e->b = e->c = e->extra = 0;
+  return e;
+}
+
+void commit(Ring* r, RawEvent* e) {
+  uint64_t head = r->head.load(std::memory_order_relaxed);
+  const uint64_t mask = r->capacity - 1;
+  // begin() may have padded to the end of the buffer: the record is where e is.
+  uint64_t at = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(e) - r->data);
+  if ((head & mask) != at) head += r->capacity - (head & mask);
+  r->head.store(head + e->size, std::memory_order_release);
+  r->nextSeq.store(e->seq + 1, std::memory_order_release);
+  r->busy.store(0, std::memory_order_release);
+}
+
+bool sameStack(Ring* r, const uint64_t* frames, uint32_t n) {
+  if (r->hasLastFrames && r->lastFrameCount == n &&
+      std::memcmp(r->lastFrames, frames, n * sizeof(uint64_t)) == 0)
+    return true;
+  std::memcpy(r->lastFrames, frames, n * sizeof(uint64_t));
+  r->lastFrameCount = n;
+  r->hasLastFrames = true;
+  return false;
+}
+
+__attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
+  auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  uintptr_t low = fp;
+  uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
+  uint32_t n = 0;
+  bool inSelf = true;  // skip the recorder's own frames at the leaf
+  while (n < max && fp >= low && fp + 16 <= high && (fp & 7) == 0) {
+    auto* frame = reinterpret_cast<const uintptr_t*>(fp);
+    uintptr_t ret = frame[1];
+    if (ret < 4096) break;
+    if (inSelf && ret >= g.selfLow && ret < g.selfHigh) {
+      // still inside libheapman_preload.so
+    } else {
+      inSelf = false;
+      out[n++] = ret;
+    }
+    uintptr_t next = frame[0];
+    if (next <= fp) break;  // frames grow towards higher addresses; anything else is not a chain
+    fp = next;
+  }
+  return n;
+}
+
+namespace {
+
+void removeSelfFromPreload() {
+  const char* pre = getenv("LD_PRELOAD");
+  if (!pre) return;
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&removeSelfFromPreload), &info) || !info.dli_fname) return;
+  const char* base = std::strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  char out[8192];
+  size_t o = 0;
+  const char* p = pre;
+  while (*p) {
+    while (*p == ':' || *p == ' ') ++p;
+    const char* e = p;
+    while (*e && *e != ':' && *e != ' ') ++e;
+    size_t len = static_cast<size_t>(e - p);
+    const char* slash = static_cast<const char*>(memrchr(p, '/', len));
+    const char* name = slash ? slash + 1 : p;
+    bool ours = static_cast<size_t>(e - name) == std::strlen(base) &&
+                std::strncmp(name, base, static_cast<size_t>(e - name)) == 0;
+    if (len && !ours && o + len + 1 < sizeof out) {
+      if (o) out[o++] = ':';
+      std::memcpy(out + o, p, len);
+      o += len;
+    }
+    p = e;
+  }
+  out[o] = 0;
+  if (o)
+    setenv("LD_PRELOAD", out, 1);
+  else
+    unsetenv("LD_PRELOAD");
+}
+
+void findSelf() {
+  // The executable segment holding this function: the recorder's own frames, skipped at the
+  // leaf of every stack.
+  dl_iterate_phdr(
+      [](dl_phdr_info* pi, size_t, void*) -> int {
+        auto self = reinterpret_cast<uintptr_t>(&findSelf);
+        for (int i = 0; i < pi->dlpi_phnum; ++i) {
+          const auto& ph = pi->dlpi_phdr[i];
+          uintptr_t lo = pi->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && self >= lo && self < lo + ph.p_memsz) {
+            g.selfLow = lo;
+            g.selfHigh = lo + ph.p_memsz;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      nullptr);
+}
+
+void afterForkChild() {
+  // The child has no writer thread and shares the parent's file offset: it stops recording.
+  // (Recording children into NAME.PID is the next step; see docs/DESIGN.md.)
+  g.active.store(false, std::memory_order_relaxed);
+  g.writerRunning = false;
+  g.fd = -1;
+}
+
+__attribute__((constructor(101))) void start() {
+  Guard guard;
+  const char* out = getenv("HEAPMAN_OUTPUT");
+  if (!out || !*out) return;  // loaded without heaprec: stay out of the way
+  std::snprintf(g.output, sizeof g.output, "%s", out);
+  if (const char* d = getenv("HEAPMAN_DEPTH")) {
+    long v = std::strtol(d, nullptr, 10);
+    g.depth = v < 1 ? 1 : (v > static_cast<long>(kMaxFrames) ? kMaxFrames : static_cast<uint32_t>(v));
+  }
+  if (const char* res = getenv("HEAPMAN_TIME_RES_NS")) {
+    unsigned long v = std::strtoul(res, nullptr, 10);
+    g.timeResolutionNs = v < 1 ? 1 : v;
+  }
+  if (const char* mb = getenv("HEAPMAN_RING_MB")) {
+    uint64_t bytes = static_cast<uint64_t>(std::strtoul(mb, nullptr, 10)) << 20;
+    uint64_t cap = 1u << 16;
+    while (cap < bytes && cap < (uint64_t{1} << 32)) cap <<= 1;
+    g.ringBytes = cap;
+  }
+  if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeSelfFromPreload();
+  findSelf();
+  g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (g.fd < 0) {
+    say("cannot write ", g.output, ": recording off, the program runs unrecorded");
+    return;
+  }
+  g.tsc0 = __rdtsc();
+  g.ns0 = monotonicNs();
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  g.wallNs0 = wall.tv_sec * 1000000000ll + wall.tv_nsec;
+  pthread_key_create(&g.threadKey, threadExit);
+  pthread_atfork(nullptr, nullptr, afterForkChild);
+  g.seq.store(kStartupSeqs, std::memory_order_relaxed);
+  g.active.store(true, std::memory_order_release);
+  if (!startWriter()) {
+    g.active.store(false, std::memory_order_release);
+    say("cannot start the writer thread: recording off");
+  }
+}
+
+__attribute__((destructor(101))) void finish() {
+  if (!g.writerRunning) return;
+  Guard guard;
+  stopWriter();
+}
+
+}  // namespace
+}  // namespace heapman::rec
+
+using namespace heapman::rec;
+
+HEAPMAN_EXPORT void heapman_record_event(const char* name, const void* data, size_t len) {
+  if (t_guard || !g.active.load(std::memory_order_relaxed) || !name) return;
+  Guard guard;
+  Ring* r = threadRing();
+  if (!r) return;
+  size_t nameLen = strnlen(name, 255);
+  if (!data) len = 0;
+  if (len > kMaxEventBytes - 256) len = kMaxEventBytes - 256;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = captureStack(frames, g.depth);
+  bool same = sameStack(r, frames, n);
+  RawEvent* e = begin(r, Kind::kEvent, same ? 0 : n, static_cast<uint32_t>(nameLen + len));
+  if (!e) return;
+  if (same) e->flags = kSameStack;
+  std::memcpy(framesOf(e), frames, e->nframes * sizeof(uint64_t));
+  e->a = nameLen;
+  e->b = len;
+  std::memcpy(extraOf(e), name, nameLen);
+  if (len) std::memcpy(extraOf(e) + nameLen, data, len);
+  commit(r, e);
+}
+
+HEAPMAN_EXPORT void heapman_record_frame(void) {
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  Guard guard;
+  Ring* r = threadRing();
+  if (!r) return;
+  RawEvent* e = begin(r, Kind::kFrame, 0, 0);
+  if (!e) return;
+  e->a = g.frameNo.fetch_add(1, std::memory_order_relaxed) + 1;
+  commit(r, e);
+}

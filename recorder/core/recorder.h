@@ -1,0 +1,90 @@
+// The recorder inside the recorded process: state shared by the hooks and the writer thread.
+//
+// Rules (shared/STYLE.md section 2): hooks check the thread's reentrancy guard first; nothing on
+// the hook path locks, allocates from the hooked heap, hashes, compresses or touches stdio; events
+// go to the thread's Ring; the writer thread (writer.cpp) does everything else.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "ring.h"
+
+#define HEAPMAN_TLS __attribute__((tls_model("initial-exec")))
+#define HEAPMAN_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace heapman::rec {
+
+// Set while this thread runs recorder code (and for the writer thread always): hooks pass
+// straight through to the real functions.
+extern __thread bool t_guard HEAPMAN_TLS;
+
+struct Guard {
+  bool was;
+  Guard() : was(t_guard) { t_guard = true; }
+  ~Guard() { t_guard = was; }
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+};
+
+// Process-wide state, in static storage, constant-initialized (no global constructors).
+// Sequence numbers below this are the writer's, for the modules loaded at start: they come
+// first in the log, whenever the writer thread gets to run.
+inline constexpr uint64_t kStartupSeqs = 4096;
+
+struct State {
+  std::atomic<bool> active{false};     // hooks record only while set
+  std::atomic<uint64_t> seq{0};        // next global sequence number
+  std::atomic<uint32_t> nextThread{0}; // next recorder thread index
+  std::atomic<uint64_t> frameNo{0};    // frame marks counted from 1
+  std::atomic<Ring*> rings{nullptr};   // every thread's ring, newest first
+  std::atomic<uint32_t> wake{0};       // futex word the writer sleeps on
+  std::atomic<uint32_t> stop{0};       // set at exit: the writer drains and finishes
+  std::atomic<uint32_t> modulesDirty{0};
+  pthread_key_t threadKey{};
+  pthread_t writer{};
+  bool writerRunning = false;
+  int fd = -1;
+  uint32_t depth = 32;                 // frames per stack
+  uint64_t ringBytes = 8u << 20;
+  uint64_t timeResolutionNs = 10000;   // event times are kept to this (rarer TIME records)
+  uint64_t tsc0 = 0;                   // time stamp counter and CLOCK_MONOTONIC at start
+  uint64_t ns0 = 0;
+  int64_t wallNs0 = 0;
+  uintptr_t selfLow = 0, selfHigh = 0; // our own code, skipped at the leaf of stacks
+  char output[4096] = {};
+};
+extern State g;
+
+// The calling thread's ring, created on first use; null when this thread does not record.
+Ring* threadRing();
+
+// Two-phase emit. begin() reserves room in the ring, marks the thread busy and takes the
+// sequence number; the caller fills the record and calls commit(). Between them the thread must
+// not block on anything the writer thread waits for. begin() returns null (event dropped and
+// counted as lost) when the ring stays full for too long.
+RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen);
+void commit(Ring* r, RawEvent* e);
+
+// Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.
+// Frame-pointer walk, bounded by the thread's stack. Never faults.
+uint32_t captureStack(uint64_t* out, uint32_t max);
+
+// True when `frames` equal this thread's previous event's stack (then the record carries none,
+// only kSameStack); otherwise remembers them as the previous stack.
+bool sameStack(Ring* r, const uint64_t* frames, uint32_t n);
+inline uint64_t* framesOf(RawEvent* e) { return reinterpret_cast<uint64_t*>(e + 1); }
+inline uint8_t* extraOf(RawEvent* e) {
+  return reinterpret_cast<uint8_t*>(e + 1) + e->nframes * sizeof(uint64_t);
+}
+
+void wakeWriter();
+
+// writer.cpp
+bool startWriter();
+void stopWriter();
+
+}  // namespace heapman::rec

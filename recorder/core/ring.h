@@ -1,0 +1,80 @@
+// Per-thread event rings: the only memory the hook path writes.
+//
+// Each recording thread owns one Ring (an mmap'd region, never the hooked heap). The thread is
+// the single producer, the writer thread the single consumer. Records are variable-sized
+// (header + frames + inline bytes), 8-byte aligned; a record that does not fit before the end of
+// the buffer is preceded by a PAD record filling the rest.
+//
+// Ordering across threads (see docs/DESIGN.md, "Recorder"): every event takes a global
+// sequence number. While a thread is between taking its number and committing the record it
+// keeps `busy` set; the writer computes a watermark below which no event can still arrive and
+// merges the rings up to it, so the log comes out in sequence order without a lock on the hook
+// path.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace heapman::rec {
+
+enum class Kind : uint8_t {
+  kAlloc = 1,        // a = address, b = requested size, c = usable size
+  kFree = 2,         // a = address
+  kRealloc = 3,      // a = old address, b = new size, c = usable size, extra = new address
+  kEvent = 4,        // a = name length, b = payload length; bytes follow the frames
+  kFrame = 5,        // a = frame number
+  kThreadStart = 6,  // a = os tid, b = stack low, c = stack high
+  kThreadStop = 7,
+  kLost = 8,         // a = events dropped before this one
+  kNop = 9,          // a sequence number that ended up unused (a realloc that failed)
+  kPad = 0xFF,       // filler to the end of the buffer
+};
+
+// Flags of RawEvent.
+inline constexpr uint16_t kSameStack = 1;  // stack equals this thread's previous event's stack
+
+struct RawEvent {
+  uint32_t size;     // bytes of the record, header included, multiple of 8
+  Kind kind;
+  uint8_t heap;      // heapman::log::HeapKind
+  uint16_t flags;
+  uint16_t nframes;  // return addresses following the header, leaf first
+  uint16_t reserved;
+  uint32_t extraLen; // bytes after the frames (event name + payload)
+  uint64_t seq;
+  uint64_t tsc;      // time stamp counter; the writer converts it to ns
+  uint64_t a, b, c, extra;
+};
+static_assert(sizeof(RawEvent) == 64);
+
+inline constexpr uint32_t kMaxFrames = 256;
+inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
+
+struct alignas(64) Ring {
+  // Producer side.
+  std::atomic<uint64_t> head{0};      // bytes ever committed
+  std::atomic<uint32_t> busy{0};      // 1 while an event holds a sequence number, uncommitted
+  std::atomic<uint64_t> nextSeq{0};   // one past the last committed event's sequence number
+  std::atomic<uint32_t> closed{0};    // the thread exited; no more records
+  uint64_t lostPending = 0;           // events dropped, to be reported by a kLost record
+  uint64_t cachedTail = 0;            // producer's copy of tail, refreshed only when short of room
+  uint64_t lastFrames[kMaxFrames];    // the previous event's stack (kSameStack test)
+  uint32_t lastFrameCount = 0;
+  bool hasLastFrames = false;
+  // Consumer side (the writer thread only).
+  alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed
+  uint32_t writerLastStack = 0;               // stack id of the previous captured event
+  // Fixed.
+  uint32_t index = 0;       // recorder thread index
+  uint64_t capacity = 0;    // bytes of data, a power of two
+  uint8_t* data = nullptr;
+  size_t mapLength = 0;
+  Ring* next = nullptr;     // registry list (see Recorder::rings)
+};
+
+// Allocates a ring with mmap (not the hooked heap). Returns null on failure.
+Ring* ringCreate(uint32_t index, uint64_t capacity);
+void ringDestroy(Ring* r);
+
+}  // namespace heapman::rec

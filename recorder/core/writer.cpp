@@ -1,0 +1,406 @@
+// The writer thread: drains the threads' rings in sequence order, interns stacks and names,
+// converts time stamps and encodes everything with logformat's LogWriter.
+//
+// It runs with the reentrancy guard set for its whole life, so its own allocations (LogWriter,
+// maps) go straight to the real malloc, and with every signal blocked.
+#include <fcntl.h>
+#include <gnu/libc-version.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "heapman/logformat/writer.h"
+#include "modules.h"
+#include "recorder.h"
+
+namespace heapman::rec {
+
+namespace {
+
+using namespace heapman::log;
+
+uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string readFile(const char* path) {
+  std::string out;
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+// Stacks as a trie of (parent, frame) nodes, with a cache from whole-stack hash to leaf.
+class StackTable {
+ public:
+  uint32_t intern(const uint64_t* frames, uint32_t n, LogWriter& log) {
+    if (n == 0) return 0;
+    uint64_t h = XXH3_64bits(frames, n * sizeof(uint64_t));
+    CacheEntry& slot = cache_[h & (kCacheSize - 1)];
+    if (slot.hash == h && matches(slot.leaf, frames, n)) return slot.leaf;
+    auto it = byHash_.find(h);
+    if (it != byHash_.end() && matches(it->second, frames, n)) {
+      slot = {h, it->second};
+      return it->second;
+    }
+    uint32_t parent = 0;
+    for (uint32_t i = n; i-- > 0;) {  // from the outermost frame to the leaf
+      Key k{parent, frames[i]};
+      auto c = children_.find(k);
+      if (c == children_.end()) {
+        auto id = static_cast<uint32_t>(nodes_.size());
+        nodes_.push_back({parent, frames[i]});
+        children_.emplace(k, id);
+        log.write(StackNode{id, parent, frames[i], false});
+        parent = id;
+      } else {
+        parent = c->second;
+      }
+    }
+    byHash_[h] = parent;
+    slot = {h, parent};
+    return parent;
+  }
+
+ private:
+  struct Node {
+    uint32_t parent;
+    uint64_t frame;
+  };
+  struct Key {
+    uint32_t parent;
+    uint64_t frame;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return (k.frame * 0x9E3779B97F4A7C15ull) ^ (uint64_t{k.parent} * 0xC2B2AE3D27D4EB4Full);
+    }
+  };
+  bool matches(uint32_t id, const uint64_t* frames, uint32_t n) const {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (id == 0 || nodes_[id].frame != frames[i]) return false;
+      id = nodes_[id].parent;
+    }
+    return id == 0;
+  }
+
+  // Most events hit a stack seen recently: a direct-mapped cache answers them without the map.
+  struct CacheEntry {
+    uint64_t hash = 0;
+    uint32_t leaf = 0;
+  };
+  static constexpr size_t kCacheSize = 16384;
+  std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);
+  std::vector<Node> nodes_{{0, 0}};  // id 0: the empty stack
+  std::unordered_map<Key, uint32_t, KeyHash> children_;
+  std::unordered_map<uint64_t, uint32_t> byHash_;
+};
+
+class Writer {
+ public:
+  Writer() : sink_(g.fd) {}
+
+  void run() {
+    Header h = header();
+    log_ = std::make_unique<LogWriter>(sink_, h);
+    calibrate();
+    writeModuleChanges(0, 0);  // sequence numbers 0 .. kStartupSeqs - 1 are kept for this
+    for (;;) {
+      bool stopping = g.stop.load(std::memory_order_acquire);
+      if (g.modulesDirty.exchange(0)) inject([this](uint64_t seq) { return writeModuleChanges(seq, timeOf(__rdtsc())); });
+      calibrate();
+      drainBelow(watermark());
+      if (stopping) break;
+      uint32_t w = g.wake.load(std::memory_order_acquire);
+      timespec timeout{0, 1000000};  // 1 ms: also the longest an event waits in a ring
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.wake), FUTEX_WAIT_PRIVATE, w, &timeout,
+              nullptr, 0);
+    }
+    drainBelow(watermark());
+    log_->finish();
+    checkWriter();
+  }
+
+ private:
+  Header header() {
+    Header h;
+    h.recorderVersion = "heaprec 0.1.0";
+    h.pid = static_cast<uint32_t>(getpid());
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) h.executable.assign(exe, static_cast<size_t>(n));
+    std::string cmd = readFile("/proc/self/cmdline");
+    for (size_t at = 0; at < cmd.size();) {
+      size_t end = cmd.find('\0', at);
+      if (end == std::string::npos) end = cmd.size();
+      h.commandLine.push_back(cmd.substr(at, end - at));
+      at = end + 1;
+    }
+    h.startWallTimeNs = g.wallNs0;
+    h.startClockNs = g.ns0;
+    h.pointerSize = sizeof(void*);
+    h.runtimes = {{Runtime::Kind::kNativeMalloc, std::string("glibc ") + gnu_get_libc_version()}};
+    h.options = {{"depth", std::to_string(g.depth)},
+                 {"ring_bytes", std::to_string(g.ringBytes)},
+                 {"time_resolution_ns", std::to_string(g.timeResolutionNs)}};
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    h.hostname = host;
+    return h;
+  }
+
+  // Time stamp counter to ns since start: a line through the start point and the latest
+  // (tsc, CLOCK_MONOTONIC) pair, refreshed every round. Times are kept to the resolution the
+  // header states (default 10 us), which keeps TIME records rare in the log.
+  void calibrate() {
+    uint64_t t = __rdtsc(), ns = monotonicNs();
+    if (t > g.tsc0 + 1000000 && ns > g.ns0)
+      nsPerTick_ = static_cast<double>(ns - g.ns0) / static_cast<double>(t - g.tsc0);
+  }
+  uint64_t timeOf(uint64_t tsc) const {
+    if (tsc <= g.tsc0) return 0;
+    auto ns = static_cast<uint64_t>(static_cast<double>(tsc - g.tsc0) * nsPerTick_);
+    return ns / g.timeResolutionNs * g.timeResolutionNs;
+  }
+
+  // No event with a smaller sequence number can still appear in a ring (recorder.h).
+  static uint64_t watermark() {
+    uint64_t w = g.seq.load(std::memory_order_acquire);
+    for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next)
+      if (r->busy.load(std::memory_order_acquire))
+        w = std::min(w, r->nextSeq.load(std::memory_order_acquire));
+    return w;
+  }
+
+  // A ring being drained: its head as of the round's start (everything below the watermark is
+  // committed by then, recorder.h) and the writer's own tail, published in batches.
+  struct Cursor {
+    Ring* ring;
+    uint64_t head;
+    uint64_t tail;
+    uint64_t published;
+  };
+
+  // The next unconsumed record, skipping padding; null when the snapshot is used up.
+  static RawEvent* peek(Cursor& c) {
+    while (c.tail != c.head) {
+      auto* e = reinterpret_cast<RawEvent*>(c.ring->data + (c.tail & (c.ring->capacity - 1)));
+      if (e->kind != Kind::kPad) return e;
+      c.tail += e->size;
+    }
+    return nullptr;
+  }
+  static void publish(Cursor& c) {
+    if (c.tail != c.published) c.ring->tail.store(c.published = c.tail, std::memory_order_release);
+  }
+
+  // Writes every committed event with seq < bound, merging the rings in sequence order.
+  void drainBelow(uint64_t bound) {
+    cursors_.clear();
+    for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
+      uint64_t tail = r->tail.load(std::memory_order_relaxed);
+      cursors_.push_back({r, r->head.load(std::memory_order_acquire), tail, tail});
+    }
+    for (;;) {
+      Cursor* best = nullptr;
+      RawEvent* bestEvent = nullptr;
+      for (Cursor& c : cursors_) {
+        RawEvent* e = peek(c);
+        if (e && e->seq < bound && (!bestEvent || e->seq < bestEvent->seq)) {
+          best = &c;
+          bestEvent = e;
+        }
+      }
+      if (!best) break;
+      convert(best->ring, bestEvent);
+      best->tail += bestEvent->size;
+      if (best->tail - best->published >= (64u << 10)) publish(*best);
+    }
+    for (Cursor& c : cursors_) publish(c);
+    reapClosedRings();
+    checkWriter();
+  }
+
+  // Frees the rings of exited threads once drained. The list head stays (producers push there).
+  static void reapClosedRings() {
+    Ring* prev = g.rings.load(std::memory_order_acquire);
+    if (!prev) return;
+    for (Ring* r = prev->next; r;) {
+      Ring* next = r->next;
+      if (r->closed.load(std::memory_order_acquire) &&
+          r->tail.load(std::memory_order_relaxed) == r->head.load(std::memory_order_acquire)) {
+        prev->next = next;
+        ringDestroy(r);
+      } else {
+        prev = r;
+      }
+      r = next;
+    }
+  }
+
+  // Reserves n sequence numbers, writes everything before them, then calls fn(first), which
+  // writes events with those numbers and returns how many it used.
+  template <class Fn>
+  void inject(Fn&& fn, uint64_t n = kStartupSeqs) {
+    uint64_t first = g.seq.fetch_add(n, std::memory_order_seq_cst);
+    for (;;) {
+      uint64_t w = watermark();
+      drainBelow(std::min(w, first));
+      if (w >= first) break;
+      timespec ts{0, 20000};
+      nanosleep(&ts, nullptr);
+    }
+    fn(first);
+  }
+
+  uint64_t writeModuleChanges(uint64_t seq, uint64_t timeNs) {
+    EventCommon ev{seq, timeNs, kWriterThread};
+    uint64_t used = 0;
+    auto now = scanModules();
+    const uint64_t room = kStartupSeqs - 1;  // inject() reserves as many
+    for (auto& [base, m] : modules_) {
+      if (now.count(base) || used >= room) continue;
+      ev.seq = seq + used++;
+      log_->write(ModuleUnload{ev, base});
+    }
+    for (auto& [base, m] : now) {
+      auto old = modules_.find(base);
+      if ((old != modules_.end() && old->second.path == m.path) || used >= room) continue;
+      m.ev = ev;
+      m.ev.seq = seq + used++;
+      log_->write(m);
+    }
+    modules_ = std::move(now);
+    return used;
+  }
+
+  void convert(Ring* r, RawEvent* e) {
+    if (!log_->ok()) return;
+    EventCommon ev{e->seq, timeOf(e->tsc), r->index};
+    auto stack = [&]() -> uint32_t {
+      if (!(e->flags & kSameStack)) r->writerLastStack = stacks_.intern(framesOf(e), e->nframes, *log_);
+      return r->writerLastStack;
+    };
+    auto heap = static_cast<HeapKind>(e->heap & 7);
+    switch (e->kind) {
+      case Kind::kAlloc:
+        log_->write(Alloc{ev, heap, e->a, e->b, e->c, stack(), 0});
+        break;
+      case Kind::kFree:
+        stack();
+        log_->write(Free{ev, heap, e->a});
+        break;
+      case Kind::kRealloc:
+        log_->write(Realloc{ev, heap, e->a, e->extra, e->b, e->c, stack(), 0});
+        break;
+      case Kind::kEvent: {
+        stack();
+        std::string name(reinterpret_cast<const char*>(extraOf(e)), e->a);
+        auto [it, fresh] = names_.emplace(name, static_cast<uint32_t>(names_.size() + 1));
+        if (fresh) log_->write(LogString{it->second, name});
+        const uint8_t* payload = extraOf(e) + e->a;
+        log_->write(CustomEvent{ev, it->second, std::vector<uint8_t>(payload, payload + e->b)});
+        break;
+      }
+      case Kind::kFrame:
+        log_->write(FrameMark{ev, e->a});
+        break;
+      case Kind::kThreadStart: {
+        std::string comm = readFile(("/proc/self/task/" + std::to_string(e->a) + "/comm").c_str());
+        while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+        log_->write(ThreadStart{ev, r->index, static_cast<uint32_t>(e->a), comm, e->b, e->c});
+        break;
+      }
+      case Kind::kThreadStop:
+        log_->write(ThreadStop{ev, r->index});
+        break;
+      case Kind::kLost:
+        log_->write(Lost{ev, e->a, r->index, "the thread's ring stayed full"});
+        break;
+      case Kind::kNop:
+      case Kind::kPad:
+        break;
+    }
+  }
+
+  // A failing log (disk full, closed pipe): stop recording, say so once, keep the program going.
+  void checkWriter() {
+    if (log_->ok() || reported_) return;
+    reported_ = true;
+    g.active.store(false, std::memory_order_relaxed);
+    char msg[5000];
+    int n = std::snprintf(msg, sizeof msg, "heaprec: writing %s failed (%s); recording stopped\n",
+                          g.output, log_->error().c_str());
+    if (n > 0) (void)!::write(2, msg, static_cast<size_t>(std::min(n, 4999)));
+  }
+
+  static constexpr uint32_t kWriterThread = 0xFFFFFFFF;  // events the writer itself adds
+
+  FdSink sink_;
+  std::unique_ptr<LogWriter> log_;
+  StackTable stacks_;
+  std::unordered_map<std::string, uint32_t> names_;
+  std::map<uint64_t, ModuleLoad> modules_;
+  std::vector<Cursor> cursors_;
+  double nsPerTick_ = 1.0 / 3.0;  // refined by calibrate()
+  bool reported_ = false;
+};
+
+void* writerMain(void*) {
+  t_guard = true;
+  Writer w;
+  w.run();
+  return nullptr;
+}
+
+}  // namespace
+
+bool startWriter() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits: every signal blocked
+  int rc = pthread_create(&g.writer, nullptr, writerMain, nullptr);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  g.writerRunning = rc == 0;
+  return g.writerRunning;
+}
+
+void stopWriter() {
+  g.active.store(false, std::memory_order_seq_cst);
+  // Let events already begun commit (bounded: a thread stuck in a hook must not hang exit).
+  for (int i = 0; i < 1000; ++i) {
+    bool busy = false;
+    for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next)
+      busy |= r->busy.load(std::memory_order_seq_cst) != 0;
+    if (!busy) break;
+    timespec ts{0, 100000};
+    nanosleep(&ts, nullptr);
+  }
+  g.stop.store(1, std::memory_order_release);
+  wakeWriter();
+  pthread_join(g.writer, nullptr);
+  g.writerRunning = false;
+  ::close(g.fd);
+  g.fd = -1;
+}
+
+}  // namespace heapman::rec

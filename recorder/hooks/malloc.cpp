@@ -1,0 +1,189 @@
+// glibc malloc family, interposed by LD_PRELOAD. The real functions are glibc's __libc_*
+// entry points, reached without dlsym and so without allocating (STYLE.md 2.2).
+//
+// Order (STYLE.md 2.3): a free is recorded before the real free, an allocation after the real
+// call returns. A realloc takes its sequence number before the real call and commits after it,
+// so that no other thread can be seen allocating the old block before this realloc frees it.
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+
+#include <cstring>
+
+#include "../core/recorder.h"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void __libc_free(void*);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void* __libc_valloc(size_t);
+void* __libc_pvalloc(size_t);
+}
+
+namespace heapman::rec {
+namespace {
+
+constexpr uint8_t kNative = 0;  // log::HeapKind::kNative
+
+// Starts an event with this thread's stack; null when the thread does not record.
+inline RawEvent* beginWithStack(Ring*& r, Kind kind) {
+  r = threadRing();
+  if (!r) return nullptr;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = captureStack(frames, g.depth);
+  bool same = sameStack(r, frames, n);
+  RawEvent* e = begin(r, kind, same ? 0 : n, 0);
+  if (!e) return nullptr;
+  e->heap = kNative;
+  if (same)
+    e->flags = kSameStack;
+  else
+    std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  return e;
+}
+
+__attribute__((noinline)) void onAlloc(void* p, size_t size) {
+  Guard guard;
+  Ring* r;
+  if (RawEvent* e = beginWithStack(r, Kind::kAlloc)) {
+    e->a = reinterpret_cast<uint64_t>(p);
+    e->b = size;
+    e->c = malloc_usable_size(p);
+    commit(r, e);
+  }
+}
+
+__attribute__((noinline)) void onFree(void* p) {
+  Guard guard;
+  Ring* r;
+  if (RawEvent* e = beginWithStack(r, Kind::kFree)) {
+    e->a = reinterpret_cast<uint64_t>(p);
+    commit(r, e);
+  }
+}
+
+inline bool recording() { return !t_guard && g.active.load(std::memory_order_relaxed); }
+
+bool validAlignment(size_t a) { return a && (a & (a - 1)) == 0 && a % sizeof(void*) == 0; }
+
+}  // namespace
+}  // namespace heapman::rec
+
+using namespace heapman::rec;
+
+HEAPMAN_EXPORT void* malloc(size_t n) {
+  if (t_guard) return __libc_malloc(n);
+  void* p = __libc_malloc(n);
+  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  return p;
+}
+
+HEAPMAN_EXPORT void free(void* p) {
+  if (t_guard || !p) return __libc_free(p);
+  if (g.active.load(std::memory_order_relaxed)) onFree(p);
+  __libc_free(p);
+}
+
+HEAPMAN_EXPORT void* calloc(size_t n, size_t size) {
+  if (t_guard) return __libc_calloc(n, size);
+  void* p = __libc_calloc(n, size);
+  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n * size);
+  return p;
+}
+
+HEAPMAN_EXPORT void* realloc(void* old, size_t n) {
+  if (!recording()) return __libc_realloc(old, n);
+  if (!old) {
+    void* p = __libc_realloc(nullptr, n);
+    if (p) onAlloc(p, n);
+    return p;
+  }
+  if (n == 0) {  // glibc frees the block and returns null
+    onFree(old);
+    return __libc_realloc(old, 0);
+  }
+  Guard guard;
+  Ring* r;
+  RawEvent* e = beginWithStack(r, Kind::kRealloc);
+  void* p = __libc_realloc(old, n);
+  if (e) {
+    if (p) {
+      e->a = reinterpret_cast<uint64_t>(old);
+      e->extra = reinterpret_cast<uint64_t>(p);
+      e->b = n;
+      e->c = malloc_usable_size(p);
+    } else {
+      e->kind = Kind::kNop;  // failed: the old block stays, nothing happened
+    }
+    commit(r, e);
+  }
+  return p;
+}
+
+HEAPMAN_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
+  size_t bytes;
+  if (__builtin_mul_overflow(n, size, &bytes)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(old, bytes);
+}
+
+HEAPMAN_EXPORT void* memalign(size_t alignment, size_t n) {
+  if (t_guard) return __libc_memalign(alignment, n);
+  void* p = __libc_memalign(alignment, n);
+  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  return p;
+}
+
+HEAPMAN_EXPORT void* aligned_alloc(size_t alignment, size_t n) {
+  return memalign(alignment, n);  // glibc 2.36's aligned_alloc is memalign
+}
+
+HEAPMAN_EXPORT int posix_memalign(void** out, size_t alignment, size_t n) {
+  if (!validAlignment(alignment)) return EINVAL;
+  int saved = errno;
+  void* p = memalign(alignment, n);
+  if (!p) return ENOMEM;
+  errno = saved;
+  *out = p;
+  return 0;
+}
+
+HEAPMAN_EXPORT void* valloc(size_t n) {
+  if (t_guard) return __libc_valloc(n);
+  void* p = __libc_valloc(n);
+  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  return p;
+}
+
+HEAPMAN_EXPORT void* pvalloc(size_t n) {
+  if (t_guard) return __libc_pvalloc(n);
+  void* p = __libc_pvalloc(n);
+  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  return p;
+}
+
+// dlopen/dlclose: the writer thread rescans the module list and logs what changed.
+HEAPMAN_EXPORT void* dlopen(const char* file, int mode) {
+  static auto real = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_NEXT, "dlopen"));
+  void* h = real ? real(file, mode) : nullptr;
+  if (h && g.active.load(std::memory_order_relaxed)) {
+    g.modulesDirty.store(1, std::memory_order_release);
+    wakeWriter();
+  }
+  return h;
+}
+
+HEAPMAN_EXPORT int dlclose(void* handle) {
+  static auto real = reinterpret_cast<int (*)(void*)>(dlsym(RTLD_NEXT, "dlclose"));
+  int rc = real ? real(handle) : -1;
+  if (g.active.load(std::memory_order_relaxed)) {
+    g.modulesDirty.store(1, std::memory_order_release);
+    wakeWriter();
+  }
+  return rc;
+}
