@@ -1,0 +1,143 @@
+// Backtraces: an allocation made through run -> chain_a -> chain_b -> chain_c -> malloc carries a
+// stack whose frames (leaf first) are return addresses inside chain_c, chain_b, chain_a and run,
+// in that order. rec_backtrace prints the functions' runtime addresses; each is 256-byte aligned
+// and shorter than 256 bytes, so [F, F + 256) holds F's return addresses and no other function's.
+#include <iomanip>
+#include <sstream>
+
+#include "recorder_support.h"
+
+namespace {
+
+using namespace hmrec;
+
+struct BacktraceRun {
+  std::map<std::string, uint64_t> fn;
+  std::vector<uint64_t> chain;
+  uint64_t direct = 0;
+  Log log;
+  std::vector<const Alloc*> chainAllocs;
+  const Alloc* directAlloc = nullptr;
+};
+
+constexpr uint64_t kFnSpan = 256;
+
+BacktraceRun recordBacktrace(const TempDir& dir, const std::vector<std::string>& options) {
+  BacktraceRun b;
+  Recording rec = record(dir, "backtrace", {HMREC_PROG_BACKTRACE}, options);
+  requireRecorded(rec);
+  for (const std::string& l : lines(rec.result.out)) {
+    std::vector<std::string> f = fields(l);
+    INFO("rec_backtrace line: " << l);
+    if (f.size() == 3 && f[0] == "fn")
+      b.fn[f[1]] = number(f[2]);
+    else if (f.size() == 2 && f[0] == "chain")
+      b.chain.push_back(number(f[1]));
+    else if (f.size() == 2 && f[0] == "direct")
+      b.direct = number(f[1]);
+    else
+      FAIL("unexpected line");
+  }
+  REQUIRE(b.fn.size() == 4);
+  REQUIRE(b.chain.size() == 3);
+  for (const auto& [name, start] : b.fn) {
+    INFO(name << " starts at " << start);
+    CHECK(start % kFnSpan == 0);
+  }
+
+  b.log = readLog(rec.logPath);
+  std::vector<Window> ws = windows(b.log);
+  REQUIRE(ws.size() == 1);
+  for (size_t i = ws[0].begin + 1; i < ws[0].end; ++i) {
+    const auto* a = std::get_if<Alloc>(&b.log.records[i]);
+    if (!a || a->ev.thread != ws[0].thread) continue;
+    if (a->size == 12345)
+      b.chainAllocs.push_back(a);
+    else if (a->size == 54321)
+      b.directAlloc = a;
+    else
+      FAIL("unexpected allocation " << describe(b.log.records[i]));
+  }
+  REQUIRE(b.chainAllocs.size() == 3);
+  REQUIRE(b.directAlloc);
+  for (size_t i = 0; i < 3; ++i) CHECK(b.chainAllocs[i]->address == b.chain[i]);
+  CHECK(b.directAlloc->address == b.direct);
+  return b;
+}
+
+// "chain_b+0x1c" for a frame inside a known function, else the hex address.
+std::string symbolize(const BacktraceRun& b, uint64_t frame) {
+  for (const auto& [name, start] : b.fn)
+    if (frame >= start && frame < start + kFnSpan) {
+      std::ostringstream o;
+      o << name << "+0x" << std::hex << frame - start;
+      return o.str();
+    }
+  std::ostringstream o;
+  o << "0x" << std::hex << frame;
+  return o.str();
+}
+
+std::string describeStack(const BacktraceRun& b, const std::vector<uint64_t>& frames) {
+  std::string s;
+  for (uint64_t f : frames) s += "\n  " + symbolize(b, f);
+  return s;
+}
+
+bool inside(const BacktraceRun& b, uint64_t frame, const std::string& fn) {
+  uint64_t start = b.fn.at(fn);
+  return frame >= start && frame < start + kFnSpan;
+}
+
+// Requires that `frames` holds `expected` consecutively, starting at the first frame inside
+// expected[0]; checks (without stopping) that this is the leaf.
+void requireChain(const BacktraceRun& b, const std::vector<uint64_t>& frames,
+                  const std::vector<std::string>& expected) {
+  INFO("stack, leaf first:" << describeStack(b, frames));
+  size_t p = 0;
+  while (p < frames.size() && !inside(b, frames[p], expected[0])) ++p;
+  REQUIRE(p < frames.size());
+  CHECK(p == 0);  // no recorder or libc frames above the caller of malloc
+  REQUIRE(frames.size() >= p + expected.size());
+  for (size_t k = 1; k < expected.size(); ++k) {
+    INFO("frame " << p + k << " should be in " << expected[k]);
+    CHECK(inside(b, frames[p + k], expected[k]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("backtraces: the stack of an allocation is its call chain leaf first",
+          "[recorder][backtrace]") {
+  TempDir dir;
+  BacktraceRun b = recordBacktrace(dir, {});
+  for (const Alloc* a : b.chainAllocs) {
+    CHECK(a->stackId != 0);
+    requireChain(b, stackFrames(b.log, a->stackId), {"chain_c", "chain_b", "chain_a", "run"});
+  }
+  // The same call site gives the same (interned) stack; another path gives another one.
+  CHECK(b.chainAllocs[1]->stackId == b.chainAllocs[0]->stackId);
+  CHECK(b.chainAllocs[2]->stackId == b.chainAllocs[0]->stackId);
+  CHECK(b.directAlloc->stackId != b.chainAllocs[0]->stackId);
+  std::vector<uint64_t> direct = stackFrames(b.log, b.directAlloc->stackId);
+  requireChain(b, direct, {"chain_c", "run"});
+  // Below run: main and libc's start code, then the stack ends (no garbage frames).
+  CHECK(direct.size() < 16);
+}
+
+TEST_CASE("backtraces: --depth N keeps the N innermost frames", "[recorder][backtrace]") {
+  TempDir dir;
+  BacktraceRun b = recordBacktrace(dir, {"--depth", "2"});
+  for (const Alloc* a : b.chainAllocs) {
+    std::vector<uint64_t> frames = stackFrames(b.log, a->stackId);
+    INFO("stack, leaf first:" << describeStack(b, frames));
+    REQUIRE(frames.size() == 2);
+    CHECK(inside(b, frames[0], "chain_c"));
+    CHECK(inside(b, frames[1], "chain_b"));
+  }
+  std::vector<uint64_t> direct = stackFrames(b.log, b.directAlloc->stackId);
+  INFO("stack, leaf first:" << describeStack(b, direct));
+  REQUIRE(direct.size() == 2);
+  CHECK(inside(b, direct[0], "chain_c"));
+  CHECK(inside(b, direct[1], "run"));
+}
