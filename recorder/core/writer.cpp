@@ -273,7 +273,7 @@ class Writer {
   }
 
   uint64_t writeModuleChanges(uint64_t seq, uint64_t timeNs) {
-    EventCommon ev{seq, timeNs, kWriterThread};
+    EventCommon ev{seq, timeNs, kRecorderThread};
     uint64_t used = 0;
     auto now = scanModules();
     const uint64_t room = kStartupSeqs - 1;  // inject() reserves as many
@@ -353,7 +353,6 @@ class Writer {
     if (n > 0) (void)!::write(2, msg, static_cast<size_t>(std::min(n, 4999)));
   }
 
-  static constexpr uint32_t kWriterThread = 0xFFFFFFFF;  // events the writer itself adds
 
   FdSink sink_;
   std::unique_ptr<LogWriter> log_;

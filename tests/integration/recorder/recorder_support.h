@@ -81,9 +81,6 @@ Log readLog(const std::string& path);
 // summarize() (the check behind `heapman verify`), failing the test with the error's code.
 LogSummary summarizeLog(const std::string& path);
 
-// The thread index of events the recorder's writer thread adds itself (module changes): no
-// program thread, no ThreadStart (docs/DESIGN.md section 2.1).
-inline constexpr uint32_t kWriterThreadIndex = 0xFFFFFFFF;
 
 // The event fields of a record, or nullopt for a definition.
 std::optional<EventCommon> eventOf(const Record& r);

@@ -228,7 +228,7 @@ TEST_CASE("threads: every program event carries the index of a thread announced 
     // Module changes the writer thread finds itself carry its index (docs/DESIGN.md 2.1).
     bool moduleEvent =
         std::holds_alternative<ModuleLoad>(r) || std::holds_alternative<ModuleUnload>(r);
-    if (moduleEvent && ev->thread == kWriterThreadIndex) continue;
+    if (moduleEvent && ev->thread == heapman::log::kRecorderThread) continue;
     ++strays[ev->thread][recordKindName(r.index())];
   }
   for (const auto& [index, kinds] : strays) {

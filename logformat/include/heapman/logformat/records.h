@@ -12,7 +12,10 @@
 namespace heapman::log {
 
 // Fields every event record carries. `seq` is the global order; `timeNs` counts from
-// Header::startClockNs; `thread` is the recorder's thread index (see ThreadStart).
+// Header::startClockNs; `thread` is the recorder's thread index (see ThreadStart), or
+// kRecorderThread for events the recorder adds itself (module loads it discovers).
+inline constexpr uint32_t kRecorderThread = 0xFFFFFFFF;
+
 struct EventCommon {
   uint64_t seq = 0;
   uint64_t timeNs = 0;
