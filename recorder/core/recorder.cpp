@@ -44,6 +44,14 @@ void say(const char* a, const char* b = "", const char* c = "") {
   if (n > 0) (void)!::write(2, buf, static_cast<size_t>(n < 1024 ? n : 1023));
 }
 
+void startClock() {
+  g.tsc0 = __rdtsc();
+  g.ns0 = monotonicNs();
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  g.wallNs0 = wall.tv_sec * 1000000000ll + wall.tv_nsec;
+}
+
 // pthread key destructor: the thread is exiting.
 void threadExit(void* p) {
   Guard guard;
@@ -56,6 +64,27 @@ void threadExit(void* p) {
 }
 
 }  // namespace
+
+void finishRecording() {
+  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;  // not ours, or vfork
+  if (g.finishing.exchange(true)) return;
+  Guard guard;
+  stopWriter();
+}
+
+void flushForCrash() {
+  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid || g.finishing.load()) return;
+  Guard guard;
+  uint32_t want = g.flushRequests.fetch_add(1) + 1;
+  wakeWriter();
+  for (int i = 0; i < 200 && g.flushesDone.load(std::memory_order_acquire) < want; ++i) {
+    timespec timeout{0, 10000000};  // 10 ms, 200 times at most
+    uint32_t seen = g.flushesDone.load(std::memory_order_acquire);
+    if (seen >= want) break;
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.flushesDone), FUTEX_WAIT_PRIVATE, seen,
+            &timeout, nullptr, 0);
+  }
+}
 
 void wakeWriter() {
   g.wake.fetch_add(1, std::memory_order_release);
@@ -272,12 +301,47 @@ void findSelf() {
       nullptr);
 }
 
+// fork: the child is a new process with one thread and no writer. It records on, into a log of
+// its own, FILE.PID, with a writer thread of its own. Other threads' rings belonged to the
+// parent: the child drops them (their memory stays mapped and unused).
 void afterForkChild() {
-  // The child has no writer thread and shares the parent's file offset: it stops recording.
-  // (Recording children into NAME.PID is the next step; see docs/DESIGN.md.)
+  if (!g.writerRunning || g.finishing.load()) {
+    g.active.store(false, std::memory_order_relaxed);
+    g.writerRunning = false;
+    return;
+  }
+  Guard guard;
   g.active.store(false, std::memory_order_relaxed);
   g.writerRunning = false;
-  g.fd = -1;
+  g.parentPid = g.pid;
+  g.pid = static_cast<int>(getpid());
+  char path[sizeof g.output + 16];
+  int len = std::snprintf(path, sizeof path, "%s.%d", g.output, g.pid);
+  if (len <= 0 || static_cast<size_t>(len) >= sizeof g.output) {
+    say("log path too long for the forked child: it runs unrecorded");
+    return;
+  }
+  std::memcpy(g.output, path, static_cast<size_t>(len) + 1);
+  g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (g.fd < 0) {
+    say("cannot write ", g.output, ": the forked child runs unrecorded");
+    return;
+  }
+  g.rings.store(nullptr, std::memory_order_relaxed);
+  g.nextThread.store(0, std::memory_order_relaxed);
+  g.frameNo.store(0, std::memory_order_relaxed);
+  g.seq.store(kStartupSeqs, std::memory_order_relaxed);
+  g.stop.store(0, std::memory_order_relaxed);
+  g.flushRequests.store(0, std::memory_order_relaxed);
+  g.flushesDone.store(0, std::memory_order_relaxed);
+  t_ring = nullptr;
+  t_noRing = false;
+  startClock();
+  g.active.store(true, std::memory_order_release);
+  if (!startWriter()) {
+    g.active.store(false, std::memory_order_release);
+    say("cannot start the writer thread in the forked child: recording off");
+  }
 }
 
 __attribute__((constructor(101))) void start() {
@@ -306,12 +370,10 @@ __attribute__((constructor(101))) void start() {
     say("cannot write ", g.output, ": recording off, the program runs unrecorded");
     return;
   }
-  g.tsc0 = __rdtsc();
-  g.ns0 = monotonicNs();
-  timespec wall;
-  clock_gettime(CLOCK_REALTIME, &wall);
-  g.wallNs0 = wall.tv_sec * 1000000000ll + wall.tv_nsec;
+  g.pid = static_cast<int>(getpid());
+  startClock();
   pthread_key_create(&g.threadKey, threadExit);
+  installCrashHandlers();
   pthread_atfork(nullptr, nullptr, afterForkChild);
   g.seq.store(kStartupSeqs, std::memory_order_relaxed);
   g.active.store(true, std::memory_order_release);
@@ -321,11 +383,7 @@ __attribute__((constructor(101))) void start() {
   }
 }
 
-__attribute__((destructor(101))) void finish() {
-  if (!g.writerRunning) return;
-  Guard guard;
-  stopWriter();
-}
+__attribute__((destructor(101))) void finish() { finishRecording(); }
 
 }  // namespace
 }  // namespace heapman::rec

@@ -44,6 +44,11 @@ struct State {
   std::atomic<uint32_t> wake{0};       // futex word the writer sleeps on
   std::atomic<uint32_t> stop{0};       // set at exit: the writer drains and finishes
   std::atomic<uint32_t> modulesDirty{0};
+  std::atomic<uint32_t> flushRequests{0};  // a dying thread asks the writer to write out all
+  std::atomic<uint32_t> flushesDone{0};    // futex word: the writer answers here
+  std::atomic<bool> finishing{false};      // finishRecording() ran (or is running)
+  int pid = 0;                             // the recorded process (a fork child updates it)
+  int parentPid = 0;                       // for a forked child's log header
   pthread_key_t threadKey{};
   pthread_t writer{};
   bool writerRunning = false;
@@ -86,5 +91,16 @@ void wakeWriter();
 // writer.cpp
 bool startWriter();
 void stopWriter();
+
+// Stops recording and finishes the log (footer included). Idempotent; does nothing in a vfork
+// child (it shares the parent's memory). For exit, _exit and exec.
+void finishRecording();
+// From a fatal-signal handler before the process dies: the writer writes out everything
+// committed so far; waits at most ~2 s (the writer may itself be stuck behind a lock the dying
+// thread holds).
+void flushForCrash();
+
+// hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
+void installCrashHandlers();
 
 }  // namespace heapman::rec

@@ -130,6 +130,22 @@ class Writer {
       calibrate();
       drainBelow(watermark());
       if (stopping) break;
+      // A dying thread waits for this (flushForCrash); otherwise close the open chunk every
+      // 100 ms, so that a killed program loses at most that much.
+      uint32_t requested = g.flushRequests.load(std::memory_order_acquire);
+      uint64_t now = monotonicNs();
+      if (requested != flushesAnswered_ || now - lastFlushNs_ >= kFlushIntervalNs) {
+        drainBelow(watermark());  // what was committed before the request, too
+        log_->flush();
+        lastFlushNs_ = now;
+        if (requested != flushesAnswered_) {
+          flushesAnswered_ = requested;
+          g.flushesDone.store(requested, std::memory_order_release);
+          syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.flushesDone), FUTEX_WAKE_PRIVATE,
+                  INT_MAX, nullptr, nullptr, 0);
+        }
+        checkWriter();
+      }
       uint32_t w = g.wake.load(std::memory_order_acquire);
       timespec timeout{0, 1000000};  // 1 ms: also the longest an event waits in a ring
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.wake), FUTEX_WAIT_PRIVATE, w, &timeout,
@@ -144,7 +160,8 @@ class Writer {
   Header header() {
     Header h;
     h.recorderVersion = "heaprec 0.1.0";
-    h.pid = static_cast<uint32_t>(getpid());
+    h.pid = static_cast<uint32_t>(g.pid);
+    h.parentPid = static_cast<uint32_t>(g.parentPid);
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) h.executable.assign(exe, static_cast<size_t>(n));
@@ -361,6 +378,9 @@ class Writer {
   std::map<uint64_t, ModuleLoad> modules_;
   std::vector<Cursor> cursors_;
   double nsPerTick_ = 1.0 / 3.0;  // refined by calibrate()
+  static constexpr uint64_t kFlushIntervalNs = 100'000'000;
+  uint64_t lastFlushNs_ = 0;
+  uint32_t flushesAnswered_ = 0;
   bool reported_ = false;
 };
 

@@ -156,7 +156,10 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
                  static_cast<unsigned long long>(events),
                  reader.end().complete ? "" : ", truncated: the program did not exit normally");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "heaprec: no readable log at %s (%s)\n", output.c_str(), e.what());
+    // Not a regular file (e.g. /dev/full): the recorder already said what went wrong.
+    struct stat st;
+    if (stat(output.c_str(), &st) != 0 || S_ISREG(st.st_mode))
+      std::fprintf(stderr, "heaprec: no readable log at %s (%s)\n", output.c_str(), e.what());
   }
   return code;
 }
