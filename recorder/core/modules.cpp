@@ -64,4 +64,63 @@ std::map<uint64_t, log::ModuleLoad> scanModules() {
   return out;
 }
 
+namespace {
+template <class T>
+void put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+bool get(const uint8_t*& p, const uint8_t* end, T& v) {
+  if (static_cast<size_t>(end - p) < sizeof v) return false;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return true;
+}
+}  // namespace
+
+// Layout per module: u64 base, u64 size, u32 path length, u32 build-id length, u32 segments,
+// path, build id, then per segment u64 vaddr, u64 memSize, u32 flags.
+std::string serializeModules(const std::map<uint64_t, log::ModuleLoad>& mods) {
+  std::string out;
+  for (const auto& [base, m] : mods) {
+    put(out, m.base);
+    put(out, m.size);
+    put(out, static_cast<uint32_t>(m.path.size()));
+    put(out, static_cast<uint32_t>(m.buildId.size()));
+    put(out, static_cast<uint32_t>(m.segments.size()));
+    out += m.path;
+    out.append(m.buildId.begin(), m.buildId.end());
+    for (const log::ModuleSegment& seg : m.segments) {
+      put(out, seg.vaddr);
+      put(out, seg.memSize);
+      put(out, seg.flags);
+    }
+  }
+  return out;
+}
+
+std::map<uint64_t, log::ModuleLoad> deserializeModules(const uint8_t* p, size_t size) {
+  std::map<uint64_t, log::ModuleLoad> out;
+  const uint8_t* end = p + size;
+  while (p < end) {
+    log::ModuleLoad m;
+    uint32_t pathLen, idLen, nseg;
+    if (!get(p, end, m.base) || !get(p, end, m.size) || !get(p, end, pathLen) ||
+        !get(p, end, idLen) || !get(p, end, nseg) ||
+        static_cast<size_t>(end - p) < size_t{pathLen} + idLen)
+      break;
+    m.path.assign(reinterpret_cast<const char*>(p), pathLen);
+    p += pathLen;
+    m.buildId.assign(p, p + idLen);
+    p += idLen;
+    for (uint32_t i = 0; i < nseg; ++i) {
+      log::ModuleSegment seg;
+      if (!get(p, end, seg.vaddr) || !get(p, end, seg.memSize) || !get(p, end, seg.flags)) break;
+      m.segments.push_back(seg);
+    }
+    out.emplace(m.base, std::move(m));
+  }
+  return out;
+}
+
 }  // namespace heapman::rec

@@ -14,4 +14,8 @@ namespace heapman::rec {
 // /proc/self/exe; modules without a file (the vDSO) keep their soname.
 std::map<uint64_t, log::ModuleLoad> scanModules();
 
+// The list as bytes, to travel through a ring (hook thread to writer thread), and back.
+std::string serializeModules(const std::map<uint64_t, log::ModuleLoad>& mods);
+std::map<uint64_t, log::ModuleLoad> deserializeModules(const uint8_t* data, size_t size);
+
 }  // namespace heapman::rec

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "heapman/logformat/format.h"
+#include "modules.h"
 
 namespace heapman::rec {
 
@@ -131,7 +132,7 @@ Ring* threadRing() {
   return r;
 }
 
-RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
+RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_t seqs) {
   uint32_t size = static_cast<uint32_t>(
       (sizeof(RawEvent) + nframes * sizeof(uint64_t) + extraLen + 7) & ~uint64_t{7});
   const uint64_t mask = r->capacity - 1;
@@ -181,6 +182,7 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
     lost->size = sizeof(RawEvent);
     lost->kind = Kind::kLost;
     lost->a = r->lostPending;
+    lost->seqs = 1;
     lost->seq = g.seq.fetch_add(1, std::memory_order_acq_rel);
     lost->tsc = __rdtsc();
     r->lostPending = 0;
@@ -194,9 +196,9 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   e->heap = 0;
   e->flags = 0;
   e->nframes = static_cast<uint16_t>(nframes);
-  e->reserved = 0;
+  e->seqs = seqs;
   e->extraLen = extraLen;
-  e->seq = g.seq.fetch_add(1, std::memory_order_acq_rel);
+  e->seq = g.seq.fetch_add(seqs, std::memory_order_acq_rel);
   e->tsc = __rdtsc();
   e->a = e->b = e->c = e->extra = 0;
   return e;
@@ -209,8 +211,21 @@ void commit(Ring* r, RawEvent* e) {
   uint64_t at = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(e) - r->data);
   if ((head & mask) != at) head += r->capacity - (head & mask);
   r->head.store(head + e->size, std::memory_order_release);
-  r->nextSeq.store(e->seq + 1, std::memory_order_release);
+  r->nextSeq.store(e->seq + e->seqs, std::memory_order_release);
   r->busy.store(0, std::memory_order_release);
+}
+
+void recordModules() {
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  Guard guard;
+  Ring* r = threadRing();
+  if (!r) return;
+  std::string blob = serializeModules(scanModules());
+  if (blob.size() > r->capacity / 4) return;  // the writer's periodic rescan will see them
+  RawEvent* e = begin(r, Kind::kModules, 0, static_cast<uint32_t>(blob.size()), kModuleSeqs);
+  if (!e) return;
+  std::memcpy(extraOf(e), blob.data(), blob.size());
+  commit(r, e);
 }
 
 bool sameStack(Ring* r, const uint64_t* frames, uint32_t n) {

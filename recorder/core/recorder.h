@@ -34,6 +34,12 @@ struct Guard {
 // Sequence numbers below this are the writer's, for the modules loaded at start: they come
 // first in the log, whenever the writer thread gets to run.
 inline constexpr uint64_t kStartupSeqs = 4096;
+// Sequence numbers a module-list event holds (ModuleLoad/Unload records it may turn into).
+inline constexpr uint16_t kModuleSeqs = 1024;
+
+// After dlopen/dlclose (hooks): snapshot the module list into this thread's ring, in order with
+// its other events.
+void recordModules();
 
 struct State {
   std::atomic<bool> active{false};     // hooks record only while set
@@ -43,7 +49,6 @@ struct State {
   std::atomic<Ring*> rings{nullptr};   // every thread's ring, newest first
   std::atomic<uint32_t> wake{0};       // futex word the writer sleeps on
   std::atomic<uint32_t> stop{0};       // set at exit: the writer drains and finishes
-  std::atomic<uint32_t> modulesDirty{0};
   std::atomic<uint32_t> flushRequests{0};  // a dying thread asks the writer to write out all
   std::atomic<uint32_t> flushesDone{0};    // futex word: the writer answers here
   std::atomic<bool> finishing{false};      // finishRecording() ran (or is running)
@@ -71,7 +76,7 @@ Ring* threadRing();
 // sequence number; the caller fills the record and calls commit(). Between them the thread must
 // not block on anything the writer thread waits for. begin() returns null (event dropped and
 // counted as lost) when the ring stays full for too long.
-RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen);
+RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_t seqs = 1);
 void commit(Ring* r, RawEvent* e);
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.

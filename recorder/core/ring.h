@@ -28,6 +28,8 @@ enum class Kind : uint8_t {
   kThreadStop = 7,
   kLost = 8,         // a = events dropped before this one
   kNop = 9,          // a sequence number that ended up unused (a realloc that failed)
+  kModules = 10,     // the module list after a dlopen/dlclose (modules.h blob in the extra bytes);
+                     // it holds `seqs` sequence numbers for the ModuleLoad/Unload records
   kPad = 0xFF,       // filler to the end of the buffer
 };
 
@@ -40,7 +42,7 @@ struct RawEvent {
   uint8_t heap;      // heapman::log::HeapKind
   uint16_t flags;
   uint16_t nframes;  // return addresses following the header, leaf first
-  uint16_t reserved;
+  uint16_t seqs;     // sequence numbers this event holds (1, or a block for kModules)
   uint32_t extraLen; // bytes after the frames (event name + payload)
   uint64_t seq;
   uint64_t tsc;      // time stamp counter; the writer converts it to ns

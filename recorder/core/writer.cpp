@@ -123,10 +123,16 @@ class Writer {
     Header h = header();
     log_ = std::make_unique<LogWriter>(sink_, h);
     calibrate();
-    writeModuleChanges(0, 0);  // sequence numbers 0 .. kStartupSeqs - 1 are kept for this
+    applyModules(scanModules(), 0, kStartupSeqs, 0);  // numbers below kStartupSeqs are for this
     for (;;) {
       bool stopping = g.stop.load(std::memory_order_acquire);
-      if (g.modulesDirty.exchange(0)) inject([this](uint64_t seq) { return writeModuleChanges(seq, timeOf(__rdtsc())); });
+      // Loads that bypass the dlopen hook (glibc's own NSS and iconv modules): a slow rescan.
+      if (monotonicNs() - lastRescanNs_ >= kRescanIntervalNs) {
+        lastRescanNs_ = monotonicNs();
+        inject([this](uint64_t seq) {
+          return applyModules(scanModules(), seq, kStartupSeqs, timeOf(__rdtsc()));
+        });
+      }
       calibrate();
       drainBelow(watermark());
       if (stopping) break;
@@ -289,19 +295,20 @@ class Writer {
     fn(first);
   }
 
-  uint64_t writeModuleChanges(uint64_t seq, uint64_t timeNs) {
+  // Logs the difference between the modules known so far and `now`, using at most `count`
+  // sequence numbers from `seq`. Returns how many it used.
+  uint64_t applyModules(std::map<uint64_t, ModuleLoad> now, uint64_t seq, uint64_t count,
+                        uint64_t timeNs) {
     EventCommon ev{seq, timeNs, kRecorderThread};
     uint64_t used = 0;
-    auto now = scanModules();
-    const uint64_t room = kStartupSeqs - 1;  // inject() reserves as many
     for (auto& [base, m] : modules_) {
-      if (now.count(base) || used >= room) continue;
+      if (now.count(base) || used >= count) continue;
       ev.seq = seq + used++;
       log_->write(ModuleUnload{ev, base});
     }
     for (auto& [base, m] : now) {
       auto old = modules_.find(base);
-      if ((old != modules_.end() && old->second.path == m.path) || used >= room) continue;
+      if ((old != modules_.end() && old->second.path == m.path) || used >= count) continue;
       m.ev = ev;
       m.ev.seq = seq + used++;
       log_->write(m);
@@ -353,6 +360,10 @@ class Writer {
       case Kind::kLost:
         log_->write(Lost{ev, e->a, r->index, "the thread's ring stayed full"});
         break;
+      case Kind::kModules:
+        applyModules(deserializeModules(extraOf(e), e->extraLen), e->seq, e->seqs,
+                     timeOf(e->tsc));
+        break;
       case Kind::kNop:
       case Kind::kPad:
         break;
@@ -380,6 +391,8 @@ class Writer {
   double nsPerTick_ = 1.0 / 3.0;  // refined by calibrate()
   static constexpr uint64_t kFlushIntervalNs = 100'000'000;
   uint64_t lastFlushNs_ = 0;
+  static constexpr uint64_t kRescanIntervalNs = 500'000'000;
+  uint64_t lastRescanNs_ = 0;
   uint32_t flushesAnswered_ = 0;
   bool reported_ = false;
 };

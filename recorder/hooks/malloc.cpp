@@ -167,23 +167,18 @@ HEAPMAN_EXPORT void* pvalloc(size_t n) {
   return p;
 }
 
-// dlopen/dlclose: the writer thread rescans the module list and logs what changed.
+// dlopen/dlclose: the calling thread snapshots the module list into its ring right after the
+// real call, so the ModuleLoad/Unload records fall in order with its allocations.
 HEAPMAN_EXPORT void* dlopen(const char* file, int mode) {
   static auto real = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_NEXT, "dlopen"));
   void* h = real ? real(file, mode) : nullptr;
-  if (h && g.active.load(std::memory_order_relaxed)) {
-    g.modulesDirty.store(1, std::memory_order_release);
-    wakeWriter();
-  }
+  if (h) recordModules();
   return h;
 }
 
 HEAPMAN_EXPORT int dlclose(void* handle) {
   static auto real = reinterpret_cast<int (*)(void*)>(dlsym(RTLD_NEXT, "dlclose"));
   int rc = real ? real(handle) : -1;
-  if (g.active.load(std::memory_order_relaxed)) {
-    g.modulesDirty.store(1, std::memory_order_release);
-    wakeWriter();
-  }
+  recordModules();
   return rc;
 }

@@ -1,7 +1,5 @@
 // The recorded process's life: fork, exec, dlopen/dlclose, programs with their own SIGSEGV
-// handler, crashes, and an unwritable log. The dlopen case is hidden ([.later]) until module
-// changes are recorded in order with the program's events (a module loaded and closed between
-// two writer rounds is missed today); run it with recorder_tests "[.later]".
+// handler, crashes, and an unwritable log.
 #include <csignal>
 #include <filesystem>
 
@@ -109,7 +107,7 @@ TEST_CASE("exec: the exec'd program is not recorded by default", "[recorder][exe
 // dlopen/dlclose: ModuleLoad (path, base) and ModuleUnload (base) records bracket the module's
 // life; an allocation made inside the module has its leaf frame inside the module.
 TEST_CASE("dlopen: ModuleLoad and ModuleUnload around an allocating module",
-          "[recorder][.later][dlopen]") {
+          "[recorder][dlopen]") {
   TempDir dir;
   Recording rec = record(dir, "dlopen", {HMREC_PROG_DLOPEN, HMREC_PROG_DLALLOC});
   requireRecorded(rec);
