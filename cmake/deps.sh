@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2
+  libunwind-dev
 )
 if [ "${1:-build}" = test ]; then
   packages+=(clang-14 libclang-rt-14-dev python3)  # python3: the CLI tests parse JSON

@@ -12,7 +12,10 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <libunwind.h>
 #include <x86intrin.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +23,9 @@
 
 #include "heapman/logformat/format.h"
 #include "modules.h"
+
+extern "C" int __libc_start_main(int (*)(int, char**, char**), int, char**, void (*)(void),
+                                 void (*)(void), void (*)(void), void*);
 
 namespace heapman::rec {
 
@@ -238,7 +244,25 @@ bool sameStack(Ring* r, const uint64_t* frames, uint32_t n) {
   return false;
 }
 
+namespace {
+// libunwind's walk from here, the recorder's own frames skipped.
+uint32_t dwarfStack(uint64_t* out, uint32_t max) {
+  void* buf[kMaxFrames + 16];
+  int got = unw_backtrace(buf, static_cast<int>(std::min<uint32_t>(max + 16, kMaxFrames + 16)));
+  uint32_t n = 0;
+  bool inSelf = true;
+  for (int i = 0; i < got && n < max; ++i) {
+    auto ret = reinterpret_cast<uintptr_t>(buf[i]);
+    if (inSelf && ret >= g.selfLow && ret < g.selfHigh) continue;
+    inSelf = false;
+    out[n++] = ret;
+  }
+  return n;
+}
+}  // namespace
+
 __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
+  if (g.unwind == State::Unwind::kDwarf) return dwarfStack(out, max);
   auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   uintptr_t low = fp;
   uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
@@ -258,7 +282,12 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
     if (next <= fp) break;  // frames grow towards higher addresses; anything else is not a chain
     fp = next;
   }
-  return n;
+  // A whole chain reaches the code that called main or started the thread, both in libc (which
+  // keeps no frame pointers, so the walk ends there). Anything else means code without frame
+  // pointers broke the chain: unwind with DWARF information instead (libunwind), slower but right.
+  bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
+  if (whole || g.unwind == State::Unwind::kFramePointers) return n;
+  return dwarfStack(out, max);
 }
 
 namespace {
@@ -296,24 +325,29 @@ void removeSelfFromPreload() {
     unsetenv("LD_PRELOAD");
 }
 
-void findSelf() {
-  // The executable segment holding this function: the recorder's own frames, skipped at the
-  // leaf of every stack.
+// The executable segment holding `code`: [low, high).
+void textRangeOf(const void* code, uintptr_t& low, uintptr_t& high) {
+  struct Query {
+    uintptr_t at, low, high;
+  } q{reinterpret_cast<uintptr_t>(code), 0, 0};
   dl_iterate_phdr(
-      [](dl_phdr_info* pi, size_t, void*) -> int {
-        auto self = reinterpret_cast<uintptr_t>(&findSelf);
+      [](dl_phdr_info* pi, size_t, void* arg) -> int {
+        auto* want = static_cast<Query*>(arg);
         for (int i = 0; i < pi->dlpi_phnum; ++i) {
           const auto& ph = pi->dlpi_phdr[i];
           uintptr_t lo = pi->dlpi_addr + ph.p_vaddr;
-          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && self >= lo && self < lo + ph.p_memsz) {
-            g.selfLow = lo;
-            g.selfHigh = lo + ph.p_memsz;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && want->at >= lo &&
+              want->at < lo + ph.p_memsz) {
+            want->low = lo;
+            want->high = lo + ph.p_memsz;
             return 1;
           }
         }
         return 0;
       },
-      nullptr);
+      &q);
+  low = q.low;
+  high = q.high;
 }
 
 // fork: the child is a new process with one thread and no writer. It records on, into a log of
@@ -379,7 +413,13 @@ __attribute__((constructor(101))) void start() {
     g.ringBytes = cap;
   }
   if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeSelfFromPreload();
-  findSelf();
+  // Our own frames are skipped at the leaf of stacks; libc's text is where whole chains end.
+  textRangeOf(reinterpret_cast<const void*>(&textRangeOf), g.selfLow, g.selfHigh);
+  textRangeOf(reinterpret_cast<const void*>(&__libc_start_main), g.libcLow, g.libcHigh);
+  if (const char* unwind = getenv("HEAPMAN_UNWIND")) {
+    if (std::strcmp(unwind, "fp") == 0) g.unwind = State::Unwind::kFramePointers;
+    if (std::strcmp(unwind, "dwarf") == 0) g.unwind = State::Unwind::kDwarf;
+  }
   g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (g.fd < 0) {
     say("cannot write ", g.output, ": recording off, the program runs unrecorded");

@@ -65,6 +65,11 @@ struct State {
   uint64_t ns0 = 0;
   int64_t wallNs0 = 0;
   uintptr_t selfLow = 0, selfHigh = 0; // our own code, skipped at the leaf of stacks
+  uintptr_t libcLow = 0, libcHigh = 0; // libc's code: where whole frame-pointer chains end
+  // How stacks are taken: frame pointers only, frame pointers with a libunwind fallback where the
+  // chain is visibly broken, or libunwind always (exact for code without frame pointers).
+  enum class Unwind : uint8_t { kFramePointers, kAuto, kDwarf };
+  Unwind unwind = Unwind::kAuto;
   char output[4096] = {};
 };
 extern State g;
@@ -80,7 +85,8 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_
 void commit(Ring* r, RawEvent* e);
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.
-// Frame-pointer walk, bounded by the thread's stack. Never faults.
+// Frame-pointer walk, bounded by the thread's stack (never faults); where code without frame
+// pointers breaks the chain, libunwind (DWARF) instead.
 uint32_t captureStack(uint64_t* out, uint32_t max);
 
 // True when `frames` equal this thread's previous event's stack (then the record carries none,

@@ -182,7 +182,11 @@ class Writer {
     h.startClockNs = g.ns0;
     h.pointerSize = sizeof(void*);
     h.runtimes = {{Runtime::Kind::kNativeMalloc, std::string("glibc ") + gnu_get_libc_version()}};
+    const char* unwind = g.unwind == State::Unwind::kDwarf             ? "dwarf"
+                         : g.unwind == State::Unwind::kFramePointers ? "fp"
+                                                                     : "auto";
     h.options = {{"depth", std::to_string(g.depth)},
+                 {"unwind", unwind},
                  {"ring_bytes", std::to_string(g.ringBytes)},
                  {"time_resolution_ns", std::to_string(g.timeResolutionNs)}};
     char host[256] = {};

@@ -33,8 +33,8 @@ constexpr int kUsage = 2;
 constexpr int kCannotRun = 127;
 
 const char* kSynopsis =
-    "usage: heaprec run [-o FILE] [--depth N] [--time-resolution NS] [--follow-exec] -- PROGRAM "
-    "[ARGS...]\n";
+    "usage: heaprec run [-o FILE] [--depth N] [--unwind fp|auto|dwarf] [--time-resolution NS]\n"
+    "                   [--follow-exec] -- PROGRAM [ARGS...]\n";
 
 std::string selfDir() {
   char buf[PATH_MAX];
@@ -69,6 +69,9 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
       "output,o", po::value<std::string>(),
       "log file (default: heaprec.PROGRAM.PID.hml in the current directory)")(
       "depth", po::value<unsigned>()->default_value(32), "stack frames recorded per event (1-256)")(
+      "unwind", po::value<std::string>()->default_value("auto"),
+      "stacks: fp (frame pointers only), auto (fp, libunwind where the chain breaks), dwarf "
+      "(libunwind always: exact without frame pointers, slower)")(
       "time-resolution", po::value<unsigned>()->default_value(10000),
       "event time resolution in ns (coarser: smaller logs)")(
       "follow-exec", "record programs PROGRAM executes too (default: only PROGRAM and its forks)");
@@ -91,6 +94,11 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   unsigned depth = vm["depth"].as<unsigned>();
   if (depth < 1 || depth > 256) {
     std::fprintf(stderr, "heaprec: --depth must be between 1 and 256\n");
+    return kUsage;
+  }
+  std::string unwind = vm["unwind"].as<std::string>();
+  if (unwind != "fp" && unwind != "auto" && unwind != "dwarf") {
+    std::fprintf(stderr, "heaprec: --unwind must be fp, auto or dwarf, not '%s'\n", unwind.c_str());
     return kUsage;
   }
   std::string module = findModule();
@@ -124,6 +132,7 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     setenv("HEAPMAN_OUTPUT", out, 1);
     setenv("HEAPMAN_DEPTH", std::to_string(depth).c_str(), 1);
     setenv("HEAPMAN_TIME_RES_NS", std::to_string(std::max(1u, vm["time-resolution"].as<unsigned>())).c_str(), 1);
+    setenv("HEAPMAN_UNWIND", unwind.c_str(), 1);
     if (vm.count("follow-exec")) setenv("HEAPMAN_FOLLOW_EXEC", "1", 1);
     std::vector<char*> argv;
     for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
@@ -187,7 +196,7 @@ int main(int argc, char** argv) {
     if (args[i].empty() || args[i][0] != '-') break;
     options.push_back(args[i]);
     if ((args[i] == "-o" || args[i] == "--output" || args[i] == "--depth" ||
-         args[i] == "--time-resolution") &&
+         args[i] == "--time-resolution" || args[i] == "--unwind") &&
         i + 1 < args.size())
       options.push_back(args[++i]);
   }

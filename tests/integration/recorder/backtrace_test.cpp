@@ -22,9 +22,10 @@ struct BacktraceRun {
 
 constexpr uint64_t kFnSpan = 256;
 
-BacktraceRun recordBacktrace(const TempDir& dir, const std::vector<std::string>& options) {
+BacktraceRun recordBacktrace(const TempDir& dir, const std::vector<std::string>& options,
+                             const char* program = HMREC_PROG_BACKTRACE) {
   BacktraceRun b;
-  Recording rec = record(dir, "backtrace", {HMREC_PROG_BACKTRACE}, options);
+  Recording rec = record(dir, "backtrace", {program}, options);
   requireRecorded(rec);
   for (const std::string& l : lines(rec.result.out)) {
     std::vector<std::string> f = fields(l);
@@ -140,4 +141,19 @@ TEST_CASE("backtraces: --depth N keeps the N innermost frames", "[recorder][back
   REQUIRE(direct.size() == 2);
   CHECK(inside(b, direct[0], "chain_c"));
   CHECK(inside(b, direct[1], "run"));
+}
+
+// Built without frame pointers, the chain breaks right above the leaf: the default (--unwind
+// auto) sees that the walk did not reach libc's start code and unwinds with libunwind instead;
+// --unwind dwarf always does.
+TEST_CASE("backtraces: code without frame pointers is unwound from DWARF information",
+          "[recorder][backtrace]") {
+  for (std::string mode : {"auto", "dwarf"}) {
+    INFO("--unwind " << mode);
+    TempDir dir;
+    BacktraceRun b = recordBacktrace(dir, {"--unwind", mode}, HMREC_PROG_BACKTRACE_NOFP);
+    for (const Alloc* a : b.chainAllocs)
+      requireChain(b, stackFrames(b.log, a->stackId), {"chain_c", "chain_b", "chain_a", "run"});
+    requireChain(b, stackFrames(b.log, b.directAlloc->stackId), {"chain_c", "run"});
+  }
 }

@@ -53,8 +53,11 @@ TEST_CASE("without the recorder: the programs behave as under heaprec", "[record
     CHECK(plain.err.empty());
     Recording rec = record(dir, "allocs-rec", {HMREC_PROG_ALLOCS, "300"});
     requireRecorded(rec);
-    // Sizes and alignments; usable sizes too (the recorder must not change what malloc gives).
-    CHECK(linesOf(plain.out, "alloc", {1}) == linesOf(rec.result.out, "alloc", {1}));
+    // Sizes and alignments. Not addresses, nor usable sizes: glibc's usable size depends on the
+    // heap's state (memalign leaves an unsplittable tail in the block, for one), and any
+    // preloaded library changes that state. The log's usable sizes are checked against
+    // malloc_usable_size within the recorded run (allocs_test.cpp).
+    CHECK(linesOf(plain.out, "alloc", {1, 3}) == linesOf(rec.result.out, "alloc", {1, 3}));
     CHECK(linesOf(plain.out, "realloc", {1, 2}) == linesOf(rec.result.out, "realloc", {1, 2}));
     CHECK(linesOf(plain.out, "free", {1}).size() == linesOf(rec.result.out, "free", {1}).size());
     CHECK(linesOf(plain.out, "totals") == linesOf(rec.result.out, "totals"));
