@@ -17,6 +17,7 @@
 
 #include <algorithm>
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,19 +38,6 @@ namespace {
 __thread Ring* t_ring HEAPMAN_TLS = nullptr;
 __thread bool t_noRing HEAPMAN_TLS = false;  // registration failed, or the thread has exited
 __thread uintptr_t t_stackHigh HEAPMAN_TLS = 0;
-
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-// One line on stderr, without stdio (it may be in any state) and without allocating.
-void say(const char* a, const char* b = "", const char* c = "") {
-  char buf[1024];
-  int n = std::snprintf(buf, sizeof buf, "heaprec: %s%s%s\n", a, b, c);
-  if (n > 0) (void)!::write(2, buf, static_cast<size_t>(n < 1024 ? n : 1023));
-}
 
 void startClock() {
   g.tsc0 = __rdtsc();
@@ -91,6 +79,19 @@ void flushForCrash() {
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.flushesDone), FUTEX_WAIT_PRIVATE, seen,
             &timeout, nullptr, 0);
   }
+}
+
+void say(const char* format, ...) {
+  char buf[5000];
+  std::memcpy(buf, "heaprec: ", 9);
+  va_list ap;
+  va_start(ap, format);
+  int n = std::vsnprintf(buf + 9, sizeof buf - 10, format, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t len = 9 + std::min<size_t>(static_cast<size_t>(n), sizeof buf - 11);
+  buf[len++] = '\n';
+  (void)!::write(2, buf, len);
 }
 
 void wakeWriter() {
@@ -373,7 +374,7 @@ void afterForkChild() {
   std::memcpy(g.output, path, static_cast<size_t>(len) + 1);
   g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (g.fd < 0) {
-    say("cannot write ", g.output, ": the forked child runs unrecorded");
+    say("cannot write %s: the forked child runs unrecorded", g.output);
     return;
   }
   g.rings.store(nullptr, std::memory_order_relaxed);
@@ -422,7 +423,7 @@ __attribute__((constructor(101))) void start() {
   }
   g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (g.fd < 0) {
-    say("cannot write ", g.output, ": recording off, the program runs unrecorded");
+    say("cannot write %s: recording off, the program runs unrecorded", g.output);
     return;
   }
   g.pid = static_cast<int>(getpid());

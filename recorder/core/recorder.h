@@ -6,6 +6,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstddef>
@@ -98,6 +99,17 @@ inline uint8_t* extraOf(RawEvent* e) {
 }
 
 void wakeWriter();
+
+// CLOCK_MONOTONIC in ns.
+inline uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One line on stderr, "heaprec: " then the printf-formatted text, without stdio (it may be in
+// any state) and without allocating.
+void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // writer.cpp
 bool startWriter();

@@ -32,12 +32,6 @@ namespace {
 
 using namespace heapman::log;
 
-uint64_t monotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 std::string readFile(const char* path) {
   std::string out;
   int fd = ::open(path, O_RDONLY | O_CLOEXEC);
@@ -379,10 +373,7 @@ class Writer {
     if (log_->ok() || reported_) return;
     reported_ = true;
     g.active.store(false, std::memory_order_relaxed);
-    char msg[5000];
-    int n = std::snprintf(msg, sizeof msg, "heaprec: writing %s failed (%s); recording stopped\n",
-                          g.output, log_->error().c_str());
-    if (n > 0) (void)!::write(2, msg, static_cast<size_t>(std::min(n, 4999)));
+    say("writing %s failed (%s); recording stopped", g.output, log_->error().c_str());
   }
 
 
