@@ -6,10 +6,11 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2
-  libunwind-dev
+  libunwind-dev libdw-dev libgc-dev
 )
 if [ "${1:-build}" = test ]; then
-  packages+=(clang-14 libclang-rt-14-dev python3)  # python3: the CLI tests parse JSON
+  # clang: the fuzzer; python3: the CLI tests parse JSON; guile: a real bdwgc program to record
+  packages+=(clang-14 libclang-rt-14-dev python3 guile-3.0)
 fi
 
 missing=()
