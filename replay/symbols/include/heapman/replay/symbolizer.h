@@ -41,9 +41,11 @@ struct Symbolized {
   uint64_t moduleOffset = 0;  // address - load bias (the ELF virtual address in the file)
   std::vector<SourceFrame> frames;  // innermost first; empty when nothing is known
   std::string problem;  // why symbols are missing ("module file not found", "build id differs")
+  std::string moduleName;  // file name of the module's path (no directory); empty without module
 
   // "function" of the outermost frame, else "module+0xoffset", else "0xaddress".
   std::string label() const;
+  bool operator==(const Symbolized&) const = default;
 };
 
 struct SymbolizerOptions {

@@ -1,0 +1,319 @@
+#include "resolver.h"
+
+#include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+namespace heapman::replay::detail {
+
+namespace {
+
+constexpr uint32_t kNoFile = std::numeric_limits<uint32_t>::max();
+// Function trees nest this deep at most (malformed DWARF could loop or nest without end).
+constexpr int kMaxDepth = 128;
+
+}  // namespace
+
+// The functions of one compile unit with code: concrete subprograms (the roots, found by
+// binary search over their ranges) and, under each, the inlined subroutines as a tree.
+struct Resolver::CuTable {
+  struct Node {
+    Dwarf_Die die;
+    int32_t parent = -1;        // enclosing subprogram / inlined subroutine; -1 for a root
+    uint32_t callFile = kNoFile;  // where this inlined copy was called from (index into files)
+    uint32_t callLine = 0;
+    uint32_t rangesBegin = 0, rangesEnd = 0;  // into ranges
+    std::vector<int32_t> children;            // inlined subroutines directly inside
+  };
+  struct Root {
+    uint64_t lo, hi;
+    int32_t node;
+  };
+
+  Dwarf_Die cudie;
+  std::vector<Node> nodes;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  std::vector<Root> roots;  // sorted by lo
+  Dwarf_Files* files = nullptr;
+  size_t fileCount = 0;
+  bool filesLoaded = false;
+
+  bool contains(const Node& n, uint64_t a) const {
+    for (uint32_t i = n.rangesBegin; i < n.rangesEnd; ++i)
+      if (a >= ranges[i].first && a < ranges[i].second) return true;
+    return false;
+  }
+
+  // Adds `die` when it has code; returns its node index or -1.
+  int32_t add(Dwarf_Die* die, int32_t parent) {
+    auto begin = static_cast<uint32_t>(ranges.size());
+    Dwarf_Addr base, start, end;
+    ptrdiff_t off = 0;
+    while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0)
+      if (start < end) ranges.emplace_back(start, end);
+    if (ranges.size() == begin) return -1;
+    Node n;
+    n.die = *die;
+    n.parent = parent;
+    n.rangesBegin = begin;
+    n.rangesEnd = static_cast<uint32_t>(ranges.size());
+    auto idx = static_cast<int32_t>(nodes.size());
+    if (parent >= 0) {
+      Dwarf_Attribute attr;
+      Dwarf_Word v;
+      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0 && v < kNoFile)
+        n.callFile = static_cast<uint32_t>(v);
+      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &v) == 0 &&
+          v <= std::numeric_limits<uint32_t>::max())
+        n.callLine = static_cast<uint32_t>(v);
+      nodes[static_cast<size_t>(parent)].children.push_back(idx);
+    } else {
+      for (uint32_t i = n.rangesBegin; i < n.rangesEnd; ++i)
+        roots.push_back({ranges[i].first, ranges[i].second, idx});
+    }
+    nodes.push_back(std::move(n));
+    return idx;
+  }
+
+  // Only scopes that can hold code are entered: types, variables and parameters are skipped,
+  // which is most of a C++ CU's DIEs.
+  void walk(Dwarf_Die* parentDie, int32_t parent, int depth) {
+    if (depth > kMaxDepth) return;
+    Dwarf_Die child;
+    if (dwarf_child(parentDie, &child) != 0) return;
+    do {
+      switch (dwarf_tag(&child)) {
+        case DW_TAG_subprogram: {
+          // A nested function has its own code: a root of its own.
+          int32_t idx = add(&child, -1);
+          if (idx >= 0) walk(&child, idx, depth + 1);
+          break;
+        }
+        case DW_TAG_inlined_subroutine: {
+          int32_t idx = add(&child, parent);
+          if (idx >= 0) walk(&child, idx, depth + 1);
+          break;
+        }
+        case DW_TAG_lexical_block:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+          walk(&child, parent, depth + 1);
+          break;
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+          walk(&child, -1, depth + 1);
+          break;
+        default:
+          break;
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  void build() {
+    walk(&cudie, -1, 0);
+    std::sort(roots.begin(), roots.end(), [](const Root& a, const Root& b) { return a.lo < b.lo; });
+  }
+
+  // The innermost function or inlined copy at `a`; -1 when no function of this CU has it.
+  int32_t innermost(uint64_t a) const {
+    auto it = std::upper_bound(roots.begin(), roots.end(), a,
+                               [](uint64_t x, const Root& r) { return x < r.lo; });
+    int32_t node = -1;
+    // Roots don't overlap in well-formed DWARF; look a few back in case they do.
+    for (int i = 0; i < 8 && it != roots.begin(); ++i) {
+      --it;
+      if (a < it->hi) {
+        node = it->node;
+        break;
+      }
+    }
+    if (node < 0) return -1;
+    for (bool deeper = true; deeper;) {
+      deeper = false;
+      for (int32_t c : nodes[static_cast<size_t>(node)].children) {
+        if (contains(nodes[static_cast<size_t>(c)], a)) {
+          node = c;
+          deeper = true;
+          break;
+        }
+      }
+    }
+    return node;
+  }
+
+  const char* fileName(uint32_t index) {
+    if (!filesLoaded) {
+      filesLoaded = true;
+      if (dwarf_getsrcfiles(&cudie, &files, &fileCount) != 0) files = nullptr;
+    }
+    if (!files || index == kNoFile || index >= fileCount) return nullptr;
+    return dwarf_filesrc(files, index, nullptr, nullptr);
+  }
+};
+
+struct Resolver::Symbol {
+  uint64_t lo, hi;
+  const char* name;
+  bool global;
+};
+
+struct Resolver::Module {
+  Dwfl_Module* mod = nullptr;
+  std::string problem;  // set when the module could not be reported
+  std::unordered_map<const void*, std::unique_ptr<CuTable>> cus;  // by CU DIE address
+  CuTable* lastCu = nullptr;
+  const void* lastCuKey = nullptr;
+  bool symbolsLoaded = false;
+  std::vector<Symbol> symbols;  // sized functions, sorted by lo, globals first at one address
+};
+
+Resolver::Resolver(const Dwfl_Callbacks* callbacks) : callbacks_(callbacks) {}
+
+Resolver::~Resolver() {
+  if (dwfl_) dwfl_end(dwfl_);
+}
+
+Resolver::Module& Resolver::module(int32_t index, const ModuleFile& file) {
+  auto i = static_cast<size_t>(index);
+  if (i >= modules_.size()) modules_.resize(i + 1);
+  if (modules_[i]) return *modules_[i];
+  modules_[i] = std::make_unique<Module>();
+  Module& m = *modules_[i];
+  if (!dwfl_) dwfl_ = dwfl_begin(callbacks_);
+  if (!dwfl_) {
+    m.problem = std::string("libdw: ") + dwfl_errmsg(-1);
+    return m;
+  }
+  dwfl_report_begin_add(dwfl_);
+  // A name of its own per module: libdwfl merges reports with equal name and range.
+  std::string name = std::to_string(index) + ":" + file.path;
+  m.mod = dwfl_report_elf(dwfl_, name.c_str(), file.path.c_str(), -1, file.base, true);
+  if (!m.mod) m.problem = std::string("libdw: ") + dwfl_errmsg(-1);
+  dwfl_report_end(dwfl_, nullptr, nullptr);
+  return m;
+}
+
+Resolver::CuTable& Resolver::cuTable(Module& m, Dwarf_Die* cudie) {
+  const void* key = cudie->addr;
+  if (key == m.lastCuKey) return *m.lastCu;
+  auto& slot = m.cus[key];
+  if (!slot) {
+    slot = std::make_unique<CuTable>();
+    slot->cudie = *cudie;
+    slot->build();
+  }
+  m.lastCuKey = key;
+  m.lastCu = slot.get();
+  return *slot;
+}
+
+const Resolver::Symbol* Resolver::symbolAt(Module& m, uint64_t address) {
+  if (!m.symbolsLoaded) {
+    m.symbolsLoaded = true;
+    int n = dwfl_module_getsymtab(m.mod);
+    for (int i = 0; i < n; ++i) {
+      GElf_Sym sym;
+      GElf_Addr addr;
+      GElf_Word shndx;
+      const char* name = dwfl_module_getsym_info(m.mod, i, &sym, &addr, &shndx, nullptr, nullptr);
+      int type = GELF_ST_TYPE(sym.st_info);
+      if (!name || !*name || sym.st_size == 0 || shndx == SHN_UNDEF ||
+          (type != STT_FUNC && type != STT_GNU_IFUNC))
+        continue;
+      m.symbols.push_back({addr, addr + sym.st_size, name, GELF_ST_BIND(sym.st_info) != STB_LOCAL});
+    }
+    std::sort(m.symbols.begin(), m.symbols.end(), [](const Symbol& a, const Symbol& b) {
+      return a.lo != b.lo ? a.lo < b.lo : a.global > b.global;
+    });
+  }
+  auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), address,
+                             [](uint64_t x, const Symbol& s) { return x < s.lo; });
+  // Aliases share a start; a few steps back find the first of them that covers the address.
+  const Symbol* best = nullptr;
+  for (int i = 0; i < 8 && it != m.symbols.begin(); ++i) {
+    --it;
+    if (address < it->hi) best = &*it;
+    else if (best) break;
+  }
+  return best;
+}
+
+const std::string& Resolver::demangled(const char* name) {
+  auto [it, inserted] = names_.try_emplace(name);
+  if (inserted) {
+    int status = -1;
+    char* d = name[0] == '_' ? abi::__cxa_demangle(name, nullptr, nullptr, &status) : nullptr;
+    if (d && status == 0) it->second = d;
+    else it->second = name;
+    std::free(d);
+  }
+  return it->second;
+}
+
+const std::string& Resolver::functionName(Dwarf_Die* die) {
+  static const std::string kEmpty;
+  Dwarf_Attribute attr;
+  const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  if (!linkage)
+    linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+  if (linkage) return demangled(linkage);
+  const char* name = dwarf_diename(die);
+  return name ? demangled(name) : kEmpty;
+}
+
+void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, Symbolized& out) {
+  Module& m = module(index, file);
+  if (!m.mod) {
+    out.problem = m.problem;
+    return;
+  }
+  // A return address: the call that made it ends just before it.
+  uint64_t pc = address > 0 ? address - 1 : 0;
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cudie = dwfl_module_addrdie(m.mod, pc, &bias);
+  if (cudie) {
+    CuTable& cu = cuTable(m, cudie);
+    uint64_t a = pc - bias;
+    SourceFrame first;
+    if (Dwarf_Line* line = dwarf_getsrc_die(&cu.cudie, a)) {
+      int lineNo = 0;
+      if (dwarf_lineno(line, &lineNo) == 0 && lineNo > 0) first.line = static_cast<uint32_t>(lineNo);
+      if (const char* src = dwarf_linesrc(line, nullptr, nullptr)) first.file = src;
+    }
+    int32_t node = cu.innermost(a);
+    if (node >= 0) {
+      // Innermost first: each inlined copy's call site is the position in the frame around it.
+      for (int32_t n = node; n >= 0;) {
+        CuTable::Node& cur = cu.nodes[static_cast<size_t>(n)];
+        first.function = functionName(&cur.die);
+        out.frames.push_back(std::move(first));
+        first = SourceFrame{};
+        if (cur.parent < 0) break;
+        if (const char* src = cu.fileName(cur.callFile)) first.file = src;
+        first.line = cur.callLine;
+        n = cur.parent;
+      }
+      if (!out.frames.back().function.empty()) return;
+    } else {
+      out.frames.push_back(std::move(first));
+    }
+    // DWARF had the line but no function: name it from the symbol table.
+    if (const Symbol* s = symbolAt(m, pc)) out.frames.back().function = demangled(s->name);
+    if (out.frames.back() == SourceFrame{}) out.frames.pop_back();
+    if (out.frames.empty()) out.problem = "no symbol covers the address";
+    return;
+  }
+  bool hasDwarf = dwfl_module_getdwarf(m.mod, &bias) != nullptr;
+  if (const Symbol* s = symbolAt(m, pc)) {
+    out.frames.push_back(SourceFrame{demangled(s->name), {}, 0});
+    if (!hasDwarf) out.problem = "no debug info";
+    return;
+  }
+  out.problem = hasDwarf ? "no symbol covers the address" : "no debug info and no symbol";
+}
+
+}  // namespace heapman::replay::detail

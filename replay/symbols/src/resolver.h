@@ -1,0 +1,56 @@
+// One thread's libdw session: modules reported into its own Dwfl on first use, DWARF function
+// trees and symbol tables built once per CU / module and kept for later addresses.
+#pragma once
+
+#include <elfutils/libdwfl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "heapman/replay/symbolizer.h"
+
+namespace heapman::replay::detail {
+
+// A module as the workers see it; read-only while they run.
+struct ModuleFile {
+  std::string path;  // after the path maps
+  uint64_t base = 0;
+  bool checked = false;
+  std::string problem;  // non-empty: don't open the file
+};
+
+class Resolver {
+ public:
+  // `callbacks` must outlive the resolver (it is shared by all of them).
+  explicit Resolver(const Dwfl_Callbacks* callbacks);
+  ~Resolver();
+  Resolver(const Resolver&) = delete;
+  Resolver& operator=(const Resolver&) = delete;
+
+  // Fills out.frames (and out.problem when nothing is known) for `address` (a return address)
+  // in module `index`, whose file passed checkModuleFile(). Precondition: the module covers it.
+  void resolve(int32_t index, const ModuleFile& file, uint64_t address, Symbolized& out);
+
+ private:
+  struct CuTable;
+  struct Symbol;
+  struct Module;
+
+  Module& module(int32_t index, const ModuleFile& file);
+  CuTable& cuTable(Module& m, Dwarf_Die* cudie);
+  const Symbol* symbolAt(Module& m, uint64_t address);
+  const std::string& functionName(Dwarf_Die* die);
+  const std::string& demangled(const char* name);
+
+  const Dwfl_Callbacks* callbacks_;
+  Dwfl* dwfl_ = nullptr;
+  std::vector<std::unique_ptr<Module>> modules_;  // by module index
+  // Keyed by the string's address inside the mapped debug sections: each distinct string is
+  // demangled once per thread, whatever CU or module names it.
+  std::unordered_map<const char*, std::string> names_;
+};
+
+}  // namespace heapman::replay::detail

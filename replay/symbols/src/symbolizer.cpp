@@ -1,0 +1,225 @@
+#include "heapman/replay/symbolizer.h"
+
+#include <elfutils/libdwfl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <thread>
+#include <unordered_map>
+
+#include "elf_check.h"
+#include "module_map.h"
+#include "resolver.h"
+
+namespace heapman::replay {
+
+namespace {
+
+// Consecutive sorted addresses a worker takes at a time: large enough that a worker stays in a
+// few CUs (whose tables it builds once), small enough to even out the threads' loads.
+constexpr size_t kChunk = 4096;
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string baseName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+std::string Symbolized::label() const {
+  if (!frames.empty() && !frames.back().function.empty()) return frames.back().function;
+  if (module >= 0)
+    return (moduleName.empty() ? "module" + std::to_string(module) : moduleName) + "+" +
+           hex(moduleOffset);
+  return hex(address);
+}
+
+struct Symbolizer::Impl {
+  SymbolizerOptions options;
+  std::vector<log::ModuleLoad> modules;
+  std::vector<detail::ModuleFile> files;  // parallel to modules
+  detail::ModuleMap map;
+  // libdwfl keeps a pointer to the pointer: both live as long as the resolvers.
+  std::string debugPath;
+  char* debugPathPtr = nullptr;
+  Dwfl_Callbacks callbacks{};
+  std::vector<std::unique_ptr<detail::Resolver>> resolvers;  // one per worker thread
+  std::unordered_map<uint64_t, Symbolized> cache;  // node-based: lookup() pointers stay valid
+  Stats stats;
+
+  explicit Impl(SymbolizerOptions o) : options(std::move(o)) {
+    // Extra directories first; then libdw's default: the module's directory, its .debug/, and
+    // /usr/lib/debug (build-id lookups use the absolute entries: DIR/.build-id/xx/rest.debug).
+    for (const std::string& dir : options.debugDirs) {
+      std::error_code ec;
+      std::filesystem::path abs = std::filesystem::absolute(dir, ec);
+      std::string s = ec ? dir : abs.string();
+      if (s.empty() || s.find(':') != std::string::npos) continue;  // ':' separates entries
+      debugPath += s;
+      debugPath += ':';
+    }
+    debugPath += ":.debug:/usr/lib/debug";
+    debugPathPtr = debugPath.data();
+    callbacks.find_elf = dwfl_build_id_find_elf;
+    callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks.section_address = dwfl_offline_section_address;
+    callbacks.debuginfo_path = &debugPathPtr;
+  }
+
+  std::string mappedPath(const std::string& path) const {
+    for (const auto& [from, to] : options.pathMaps)
+      if (!from.empty() && path.compare(0, from.size(), from) == 0)
+        return to + path.substr(from.size());
+    return path;
+  }
+
+  void checkFile(int32_t index) {
+    detail::ModuleFile& f = files[static_cast<size_t>(index)];
+    if (f.checked) return;
+    f.checked = true;
+    try {
+      f.problem = detail::checkModuleFile(f.path, modules[static_cast<size_t>(index)].buildId);
+    } catch (const std::exception& e) {
+      f.problem = std::string("cannot check module file: ") + e.what();
+    }
+  }
+
+  detail::Resolver& resolver(size_t worker) {
+    if (resolvers.size() <= worker) resolvers.resize(worker + 1);
+    if (!resolvers[worker]) resolvers[worker] = std::make_unique<detail::Resolver>(&callbacks);
+    return *resolvers[worker];
+  }
+
+  // Precondition: the address's module file has been checked (checkFile).
+  void resolveOne(detail::Resolver& r, uint64_t address, Symbolized& out) const {
+    out.address = address;
+    out.module = map.find(address);
+    if (out.module < 0) {
+      out.problem = "address outside every module";
+      return;
+    }
+    const auto i = static_cast<size_t>(out.module);
+    out.moduleOffset = address - modules[i].base;
+    out.moduleName = baseName(modules[i].path);
+    if (!files[i].problem.empty()) {
+      out.problem = files[i].problem;
+      return;
+    }
+    try {
+      r.resolve(out.module, files[i], address, out);
+    } catch (const std::exception& e) {
+      out.frames.clear();
+      out.problem = std::string("symbolizer error: ") + e.what();
+    }
+  }
+
+  void count(const Symbolized& s) {
+    ++stats.resolved;
+    if (std::any_of(s.frames.begin(), s.frames.end(),
+                    [](const SourceFrame& f) { return !f.function.empty(); }))
+      ++stats.withFunction;
+    if (!s.frames.empty() && s.frames.front().line > 0) ++stats.withLine;
+  }
+};
+
+Symbolizer::Symbolizer(SymbolizerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {}
+
+Symbolizer::~Symbolizer() = default;
+
+void Symbolizer::addModule(const log::ModuleLoad& module) {
+  auto index = static_cast<int32_t>(impl_->modules.size());
+  impl_->modules.push_back(module);
+  detail::ModuleFile f;
+  f.path = impl_->mappedPath(module.path);
+  f.base = module.base;
+  impl_->files.push_back(std::move(f));
+  impl_->map.add(module, index);
+}
+
+const std::vector<log::ModuleLoad>& Symbolizer::modules() const { return impl_->modules; }
+
+void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
+  auto t0 = std::chrono::steady_clock::now();
+  Impl& im = *impl_;
+  std::vector<uint64_t> todo;
+  todo.reserve(addresses.size());
+  for (uint64_t a : addresses)
+    if (!im.cache.count(a)) todo.push_back(a);
+  std::sort(todo.begin(), todo.end());
+  todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
+
+  if (!todo.empty()) {
+    // Files are checked here, once, so the workers only read the module list.
+    int32_t last = -1;
+    for (uint64_t a : todo) {
+      int32_t m = im.map.find(a);
+      if (m >= 0 && m != last) im.checkFile(m);
+      last = m;
+    }
+
+    std::vector<Symbolized> results(todo.size());
+    const size_t chunks = (todo.size() + kChunk - 1) / kChunk;
+    unsigned want = im.options.threads ? im.options.threads : std::thread::hardware_concurrency();
+    const size_t workers = std::clamp<size_t>(want, 1, chunks);
+    for (size_t w = 0; w < workers; ++w) im.resolver(w);  // created here: workers don't allocate shared state
+
+    std::atomic<size_t> next{0};
+    auto work = [&](size_t w) {
+      detail::Resolver& r = *im.resolvers[w];
+      for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+        size_t end = std::min(todo.size(), (c + 1) * kChunk);
+        for (size_t k = c * kChunk; k < end; ++k) im.resolveOne(r, todo[k], results[k]);
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t w = 1; w < workers; ++w) {
+      try {
+        threads.emplace_back(work, w);
+      } catch (const std::system_error&) {
+        break;  // fewer threads: the chunks left are taken by those that run
+      }
+    }
+    work(0);
+    for (std::thread& t : threads) t.join();
+
+    im.cache.reserve(im.cache.size() + results.size());
+    for (Symbolized& s : results) {
+      im.count(s);
+      uint64_t a = s.address;
+      im.cache.emplace(a, std::move(s));
+    }
+  }
+  im.stats.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+const Symbolized* Symbolizer::lookup(uint64_t address) const {
+  auto it = impl_->cache.find(address);
+  return it == impl_->cache.end() ? nullptr : &it->second;
+}
+
+const Symbolized& Symbolizer::resolve(uint64_t address) {
+  Impl& im = *impl_;
+  auto it = im.cache.find(address);
+  if (it != im.cache.end()) return it->second;
+  int32_t m = im.map.find(address);
+  if (m >= 0) im.checkFile(m);
+  Symbolized s;
+  im.resolveOne(im.resolver(0), address, s);
+  im.count(s);
+  return im.cache.emplace(address, std::move(s)).first->second;
+}
+
+Symbolizer::Stats Symbolizer::stats() const { return impl_->stats; }
+
+}  // namespace heapman::replay
