@@ -1,0 +1,242 @@
+// Replay: rebuilds the heap of a recorded program at any point of its log.
+//
+//   Replay r("game.hml");                 // opens the log and its index (game.hml.hmx), building
+//                                         // the index on first open
+//   r.seek(r.resolve(parsePoint("gc:40")));
+//   r.live().forEach([&](const LiveObject& o) { r.info(o.info()) ... });
+//
+// A position is a sequence limit L: the state holds every event with seq < L applied (and the
+// definitions and collected sets that precede the first event with seq >= L). Points (point.h)
+// resolve to limits: "gc:N" is just after GC N's GcEnd. seek() goes forward from the current
+// state when that is cheaper, else from the nearest checkpoint at or before the limit.
+//
+// Semantics (docs/DESIGN.md §3): a free of an address not live counts as an unknown free; an
+// alloc at a live address replaces the old object (counted); Realloc with oldAddress 0 is an
+// alloc, else the old object dies and the new one is born; Collected sets take effect at their
+// GC's GcEnd. Errors: ReplayError (bad point, out of range) and log::FormatError (corrupt log).
+// Threads: one thread uses a Replay at a time.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "heapman/logformat/reader.h"
+#include "heapman/logformat/records.h"
+#include "heapman/replay/live_set.h"
+#include "heapman/replay/point.h"
+
+namespace heapman::replay {
+
+class ReplayError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a live object has besides its address and birth: one entry per distinct combination.
+struct AllocInfo {
+  log::HeapKind heap = log::HeapKind::kNative;
+  uint32_t thread = 0;
+  uint64_t size = 0;
+  uint64_t actualSize = 0;
+  uint32_t stackId = 0;
+  uint32_t typeId = 0;
+  bool operator==(const AllocInfo&) const = default;
+};
+
+struct GcRecord {
+  uint32_t number = 0;
+  int32_t generation = -1;
+  bool ended = false;
+  uint64_t beginSeq = 0, endSeq = 0;
+  uint64_t beginTimeNs = 0, endTimeNs = 0;
+  uint64_t heapSizeBefore = 0, heapSizeAfter = 0, freeBytes = 0, pauseNs = 0;
+  uint64_t liveObjects = 0, liveBytes = 0;              // whole live set after the GcEnd
+  uint64_t collectedObjects = 0, collectedBytes = 0;    // by this GC's Collected sets
+  uint64_t unknownCollected = 0;                        // collected addresses not live
+};
+
+struct EventRecord {
+  uint32_t nameId = 0;
+  uint32_t occurrence = 0;  // 1-based among events of the same name
+  uint64_t seq = 0, timeNs = 0;
+  uint32_t thread = 0;
+  uint32_t payloadBytes = 0;
+};
+
+struct FrameRecord {
+  uint64_t frame = 0, seq = 0, timeNs = 0;
+};
+
+struct LostRecord {
+  uint64_t seq = 0, count = 0;
+  uint32_t lostThread = 0;
+  std::string reason;
+};
+
+struct StackNodeDef {
+  uint32_t parent = 0;
+  bool managed = false;
+  bool defined = false;
+  uint64_t frame = 0;
+};
+
+// Everything a log says besides the live set, gathered by the index pass (and stored in the index
+// file so a later open needs no scan).
+struct LogTables {
+  std::vector<GcRecord> gcs;  // in GcBegin order
+  std::vector<EventRecord> events;
+  std::vector<FrameRecord> frames;
+  std::vector<LostRecord> lost;
+  std::unordered_map<uint32_t, std::string> strings;  // LogString id -> text
+  std::unordered_map<uint32_t, std::string> types;    // TypeDef id -> name
+  std::unordered_map<uint32_t, std::string> methods;  // MethodDef id -> name
+  std::vector<StackNodeDef> stacks;                   // by node id; [0] is the empty stack
+  std::vector<log::ModuleLoad> modules;               // in load order
+  std::vector<log::ThreadStart> threads;
+  std::vector<AllocInfo> infos;                       // the AllocInfo dictionary, by id
+  uint64_t firstSeq = 0, endSeq = 0;                  // events are [firstSeq, endSeq)
+  uint64_t eventCount = 0, allocs = 0, frees = 0, reallocs = 0;
+  uint64_t lostEvents = 0;
+  uint64_t endTimeNs = 0;
+
+  // Frames of a stack, leaf first (node frames; managed ones are MethodDef ids).
+  std::vector<uint32_t> stackNodes(uint32_t stackId) const;
+  const GcRecord* gc(uint32_t number) const;
+  std::string eventName(uint32_t nameId) const;
+  std::string typeName(uint32_t typeId) const;  // "" for 0, "type#N" when undefined
+};
+
+// Counters of the state at the current position.
+struct Counters {
+  uint64_t unknownFrees = 0;      // frees (and realloc sources) of addresses not live
+  uint64_t replacedAllocs = 0;    // allocs at an address still live (a missed free)
+  uint64_t unknownCollected = 0;  // collected addresses not live
+  uint64_t gcEnds = 0;            // GcEnd records applied
+  uint64_t lostEvents = 0;        // Lost counts applied
+  uint64_t liveBytes = 0;         // requested bytes of the live set
+  bool operator==(const Counters&) const = default;
+};
+
+enum class Death : uint8_t { kFree, kRealloc, kCollected, kReplaced };
+const char* deathName(Death d);
+
+// Sees every birth and death while seek() moves forward (see seek()).
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void born(const LiveObject& obj) { (void)obj; }
+  // seq: of the event that ended it (the GcEnd for collected objects).
+  virtual void died(const LiveObject& obj, Death how, uint64_t seq) {
+    (void)obj, (void)how, (void)seq;
+  }
+};
+
+struct ReplayOptions {
+  // Events between checkpoints (rounded up to chunk boundaries).
+  uint64_t checkpointEvents = 2'000'000;
+  // Index file; empty: LOG.hmx next to the log, else $XDG_CACHE_HOME/heapman (~/.cache/heapman)
+  // when the log's directory is not writable.
+  std::string indexPath;
+  // false: no index file (everything is rebuilt in memory on open; no checkpoints are kept).
+  bool useIndex = true;
+  // Messages ("index stale, rebuilding"); nullptr: silent.
+  FILE* notes = stderr;
+  // Called with (done, total) work units during long steps (index build, long seeks).
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct IndexStatus {
+  std::string path;        // "" when no index file is used
+  bool built = false;      // built by this open (else loaded)
+  std::string why;         // why it was built ("missing", "stale: ...", "corrupt: ...")
+  size_t checkpoints = 0;
+  uint64_t fileBytes = 0;
+  double seconds = 0;      // time to build or load
+};
+
+class Replay {
+ public:
+  explicit Replay(const std::string& logPath, ReplayOptions options = {});
+  // A log in memory (tests); an index file only when options.indexPath is set.
+  Replay(log::LogReader reader, ReplayOptions options);
+  ~Replay();
+  Replay(const Replay&) = delete;
+  Replay& operator=(const Replay&) = delete;
+
+  const log::LogReader& reader() const { return reader_; }
+  const LogTables& tables() const { return tables_; }
+  const IndexStatus& index() const { return status_; }
+  const AllocInfo& info(uint32_t id) const { return tables_.infos[id]; }
+
+  // The sequence limit of a point; throws ReplayError naming the valid range.
+  uint64_t resolve(const Point& p) const;
+  uint64_t resolve(const std::string& pointText) const { return resolve(parsePoint(pointText)); }
+  // A readable name for a limit ("gc:40", "level_end#3", "seq:1234", "end").
+  std::string describe(uint64_t limit) const;
+
+  // Moves the state to `limit`. With an observer the state only moves forward (limit >= position())
+  // and every birth and death on the way is reported; without one, checkpoints are used.
+  void seek(uint64_t limit, Observer* observer = nullptr);
+  uint64_t position() const { return position_; }
+  const LiveSet& live() const { return live_; }
+  const Counters& counters() const { return counters_; }
+  // Number of GcEnds before an object's birth.
+  uint32_t epochOf(uint64_t birthSeq) const;
+
+  // Replays every event from the start into a fresh state, without checkpoints (benchmarks and
+  // the property tests' reference).
+  void replayFromStart(uint64_t limit);
+
+  struct Stats {
+    uint64_t eventsApplied = 0;  // since construction
+    uint64_t checkpointLoads = 0;
+    uint64_t chunksDecoded = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct Checkpoint;
+  struct Index;
+  template <bool kBuild>
+  struct Applier;
+
+  void init();
+  void buildTables(bool withCheckpoints);
+  bool loadIndexFile(const std::string& path, std::string* why);
+  bool writeIndexFile(const std::string& path, std::string* error);
+  void resetState();
+  void runForward(uint64_t limit, Observer* observer);
+  void loadCheckpoint(size_t i);
+  std::vector<uint8_t> serializeState() const;
+
+  log::LogReader reader_;
+  ReplayOptions options_;
+  LogTables tables_;
+  IndexStatus status_;
+  std::vector<uint64_t> gcEndSeqs_;  // ascending, for epochOf()
+
+  // State.
+  LiveSet live_;
+  Counters counters_;
+  std::vector<std::pair<uint32_t, std::vector<uint64_t>>> pending_;  // collected, by GC number
+  uint64_t position_ = 0;
+  size_t chunk_ = 0;          // index into recordChunks_ of the next chunk to decode
+  uint64_t consumed_ = 0;     // records of chunk_ already applied (resume mid-chunk)
+  std::vector<log::ChunkRef> recordChunks_;
+
+  // Interning of AllocInfo during replay (ids in order of first use: the same in every pass).
+  class InfoDict;
+  std::unique_ptr<InfoDict> dict_;
+
+  std::unique_ptr<Index> index_;
+  Stats stats_;
+  friend struct ReplayTestAccess;
+};
+
+}  // namespace heapman::replay

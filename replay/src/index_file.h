@@ -1,0 +1,70 @@
+// The index file next to a log (LOG.hmx): identity of the log, checkpoints, and the tables.
+//
+// Layout, byte by byte (all integers little-endian):
+//   0   8  magic "HMINDEX1"
+//   8   4  version (kIndexVersion)
+//   12  4  header bytes (96)
+//   16  8  log file size
+//   24  8  XXH3-64 of the log's first min(size, 64 KiB) bytes
+//   32  8  payload checksum of the log's last chunk (0: no chunk)
+//   40  8  number of chunks in the log
+//   48  8  checkpoint interval (events) the index was built with
+//   56  8  directory offset
+//   64  8  directory bytes
+//   72  8  XXH3-64 of the directory
+//   80  8  reserved (0)
+//   88  8  XXH3-64 of bytes 0..87
+//   96  ... blobs: checkpoints in log order, then the tables; each an LZ4 block
+//   directory: u32 checkpoint count, per checkpoint {u64 chunk, u64 position, u64 live objects,
+//              u64 offset, u64 stored bytes, u64 raw bytes, u64 XXH3-64 of the stored bytes},
+//              then the tables' {u64 offset, u64 stored, u64 raw, u64 XXH3-64}.
+// The file is written as NAME.tmp.PID and renamed when complete, so a reader never sees half of
+// one. Checkpoint raw layout: Replay::serializeState(); tables: writeTables() in index_file.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "heapman/replay/replay.h"
+
+namespace heapman::replay {
+
+inline constexpr uint32_t kIndexVersion = 1;
+inline constexpr uint64_t kIndexHeaderBytes = 96;
+
+// Where an index may live: the requested path, then $XDG_CACHE_HOME/heapman (or ~/.cache/heapman)
+// under a name derived from the log's absolute path.
+std::vector<std::string> indexCandidates(const std::string& primary, const std::string& logName);
+
+struct Replay::Index {
+  struct CheckpointRef {
+    uint64_t chunk = 0, position = 0, liveObjects = 0;
+    uint64_t offset = 0, stored = 0, raw = 0, hash = 0;
+  };
+  std::vector<CheckpointRef> checkpoints;
+  uint64_t fileBytes = 0;
+
+  // Storage of the blobs: a mapped file, or memory (while building, or with no writable place).
+  const uint8_t* map = nullptr;
+  size_t mapBytes = 0;
+  std::vector<uint8_t> memory;
+
+  Index() = default;
+  Index(const Index&) = delete;
+  Index& operator=(const Index&) = delete;
+  ~Index();
+
+  void addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects,
+                     const std::vector<uint8_t>& raw);
+  // Decompressed bytes of checkpoint i; throws ReplayError when they are damaged.
+  std::vector<uint8_t> checkpointBytes(size_t i) const;
+  const uint8_t* base() const { return map ? map : memory.data(); }
+};
+
+// The tables as bytes (the index's last blob, before LZ4) and back. readTables throws
+// log::CursorOverrun on malformed input.
+std::vector<uint8_t> writeTables(const LogTables& t);
+LogTables readTables(std::span<const uint8_t> raw);
+
+}  // namespace heapman::replay

@@ -1,0 +1,679 @@
+// The replay engine: applying records to the state, the index pass, checkpoints and seeking.
+// The index file's layout is in docs/DESIGN.md §3.3 and index_file.cpp.
+#include "heapman/replay/replay.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <limits>
+#include <type_traits>
+
+#include "index_file.h"
+#include "serial.h"
+
+namespace heapman::replay {
+
+using namespace heapman::log;
+
+const char* deathName(Death d) {
+  switch (d) {
+    case Death::kFree: return "free";
+    case Death::kRealloc: return "realloc";
+    case Death::kCollected: return "collected";
+    case Death::kReplaced: return "replaced";
+  }
+  return "?";
+}
+
+// ---- LogTables ------------------------------------------------------------------------------
+
+std::vector<uint32_t> LogTables::stackNodes(uint32_t stackId) const {
+  std::vector<uint32_t> out;
+  uint32_t id = stackId;
+  while (id != 0 && id < stacks.size() && out.size() <= stacks.size()) {
+    out.push_back(id);
+    id = stacks[id].parent;
+  }
+  return out;
+}
+
+const GcRecord* LogTables::gc(uint32_t number) const {
+  auto it = std::lower_bound(gcs.begin(), gcs.end(), number,
+                             [](const GcRecord& g, uint32_t n) { return g.number < n; });
+  if (it != gcs.end() && it->number == number) return &*it;
+  for (const GcRecord& g : gcs)  // numbers out of order (should not happen)
+    if (g.number == number) return &g;
+  return nullptr;
+}
+
+std::string LogTables::eventName(uint32_t nameId) const {
+  auto it = strings.find(nameId);
+  return it != strings.end() ? it->second : "string#" + std::to_string(nameId);
+}
+
+std::string LogTables::typeName(uint32_t typeId) const {
+  if (typeId == 0) return "";
+  auto it = types.find(typeId);
+  return it != types.end() ? it->second : "type#" + std::to_string(typeId);
+}
+
+// ---- AllocInfo dictionary -------------------------------------------------------------------
+
+class Replay::InfoDict {
+ public:
+  explicit InfoDict(std::vector<AllocInfo>& infos) : infos_(infos) { rehash(1024); }
+
+  void rebuildFromInfos() {
+    size_t cap = 1024;
+    while (cap < infos_.size() * 2) cap *= 2;
+    rehash(cap);
+  }
+
+  uint32_t intern(const AllocInfo& a) {
+    uint64_t h = hash(a);
+    size_t mask = table_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      uint32_t v = table_[i];
+      if (v == 0) break;
+      if (infos_[v - 1] == a) return v - 1;
+    }
+    if (infos_.size() >= kMaxInfos)
+      throw ReplayError("more than " + std::to_string(kMaxInfos) +
+                        " distinct (heap, size, stack, type, thread) combinations");
+    infos_.push_back(a);
+    if (infos_.size() * 2 > table_.size()) {
+      rehash(table_.size() * 2);
+    } else {
+      place(h, static_cast<uint32_t>(infos_.size()));
+    }
+    return static_cast<uint32_t>(infos_.size() - 1);
+  }
+
+ private:
+  static uint64_t hash(const AllocInfo& a) {
+    uint64_t h = a.size * 0x9E3779B97F4A7C15ull;
+    h ^= (a.actualSize - a.size) + (uint64_t{a.stackId} << 20) + 0x632BE59BD9B4E019ull;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= uint64_t{a.typeId} << 32 | (uint64_t{a.thread} << 3) | static_cast<uint64_t>(a.heap);
+    h *= 0x94D049BB133111EBull;
+    return h ^ (h >> 31);
+  }
+  void place(uint64_t h, uint32_t v) {
+    size_t mask = table_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask)
+      if (table_[i] == 0) {
+        table_[i] = v;
+        return;
+      }
+  }
+  void rehash(size_t cap) {
+    table_.assign(cap, 0);
+    for (size_t i = 0; i < infos_.size(); ++i) place(hash(infos_[i]), static_cast<uint32_t>(i + 1));
+  }
+
+  std::vector<AllocInfo>& infos_;
+  std::vector<uint32_t> table_;  // id + 1; 0 empty
+};
+
+// ---- Applying records -------------------------------------------------------------------------
+
+namespace {
+
+// Thrown by the visitor at the first event at or past the limit: ends decoding of the chunk.
+struct StopDecoding {};
+
+template <class T>
+concept IsEvent = requires(const T& r) { r.ev.seq; };
+
+}  // namespace
+
+template <bool kBuild>
+struct Replay::Applier {
+  Replay& r;
+  uint64_t limit;
+  Observer* observer;
+  uint64_t skip = 0;     // records of this chunk already applied
+  uint64_t visited = 0;  // records of this chunk seen
+  uint64_t applied = 0;  // events applied
+  // Index pass only.
+  std::unordered_map<uint32_t, size_t>* gcIndex = nullptr;
+  std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
+  bool sawEvent = false;
+
+  // Returns false when the record was applied before (resume) and must be ignored.
+  template <class T>
+  bool enter(const T& rec) {
+    if (visited < skip) {
+      ++visited;
+      return false;
+    }
+    if constexpr (IsEvent<T>) {
+      if (rec.ev.seq >= limit) throw StopDecoding{};
+      ++applied;
+      if constexpr (kBuild) {
+        if (!sawEvent) r.tables_.firstSeq = rec.ev.seq;
+        sawEvent = true;
+        r.tables_.endSeq = rec.ev.seq + 1;
+        r.tables_.endTimeNs = std::max(r.tables_.endTimeNs, rec.ev.timeNs);
+        ++r.tables_.eventCount;
+      }
+    }
+    ++visited;
+    return true;
+  }
+
+  void kill(const LiveObject& o, Death how, uint64_t seq) {
+    r.counters_.liveBytes -= r.tables_.infos[o.info()].size;
+    if (observer) observer->died(o, how, seq);
+  }
+
+  void birth(uint64_t address, const AllocInfo& info, uint64_t seq) {
+    if (address == 0) return;  // an allocation that failed: nothing lives
+    if (seq > kMaxSeq) throw ReplayError("sequence number " + std::to_string(seq) + " too large");
+    uint32_t id = r.dict_->intern(info);
+    LiveObject o{address, LiveObject::pack(seq, id)}, old;
+    if (r.live_.insert(o, &old)) {
+      ++r.counters_.replacedAllocs;
+      kill(old, Death::kReplaced, seq);
+    }
+    r.counters_.liveBytes += info.size;
+    if (observer) observer->born(o);
+  }
+
+  void operator()(const Alloc& a) {
+    if (!enter(a)) return;
+    if constexpr (kBuild) ++r.tables_.allocs;
+    birth(a.address, AllocInfo{a.heap, a.ev.thread, a.size, a.actualSize, a.stackId, a.typeId},
+          a.ev.seq);
+  }
+  void operator()(const Free& f) {
+    if (!enter(f)) return;
+    if constexpr (kBuild) ++r.tables_.frees;
+    LiveObject o;
+    if (r.live_.erase(f.address, &o))
+      kill(o, Death::kFree, f.ev.seq);
+    else
+      ++r.counters_.unknownFrees;
+  }
+  void operator()(const Realloc& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) ++r.tables_.reallocs;
+    if (x.oldAddress != 0) {
+      LiveObject o;
+      if (r.live_.erase(x.oldAddress, &o))
+        kill(o, Death::kRealloc, x.ev.seq);
+      else
+        ++r.counters_.unknownFrees;
+    }
+    birth(x.newAddress, AllocInfo{x.heap, x.ev.thread, x.size, x.actualSize, x.stackId, x.typeId},
+          x.ev.seq);
+  }
+  void operator()(const Collected& c) {
+    if (!enter(c)) return;
+    auto it = std::find_if(r.pending_.begin(), r.pending_.end(),
+                           [&](const auto& p) { return p.first == c.gcNumber; });
+    if (it == r.pending_.end()) {
+      r.pending_.emplace_back(c.gcNumber, std::vector<uint64_t>());
+      it = r.pending_.end() - 1;
+    }
+    it->second.insert(it->second.end(), c.addresses.begin(), c.addresses.end());
+  }
+  void operator()(const GcBegin& g) {
+    if (!enter(g)) return;
+    if constexpr (kBuild) {
+      GcRecord rec;
+      rec.number = g.gcNumber;
+      rec.generation = g.generation;
+      rec.beginSeq = g.ev.seq;
+      rec.beginTimeNs = g.ev.timeNs;
+      rec.heapSizeBefore = g.heapSize;
+      (*gcIndex)[g.gcNumber] = r.tables_.gcs.size();
+      r.tables_.gcs.push_back(rec);
+    }
+  }
+  void operator()(const GcEnd& g) {
+    if (!enter(g)) return;
+    uint64_t objects = 0, bytes = 0, unknown = 0;
+    auto it = std::find_if(r.pending_.begin(), r.pending_.end(),
+                           [&](const auto& p) { return p.first == g.gcNumber; });
+    if (it != r.pending_.end()) {
+      for (uint64_t a : it->second) {
+        LiveObject o;
+        if (r.live_.erase(a, &o)) {
+          ++objects;
+          bytes += r.tables_.infos[o.info()].size;
+          kill(o, Death::kCollected, g.ev.seq);
+        } else {
+          ++unknown;
+        }
+      }
+      r.pending_.erase(it);
+    }
+    r.counters_.unknownCollected += unknown;
+    ++r.counters_.gcEnds;
+    if constexpr (kBuild) {
+      auto gi = gcIndex->find(g.gcNumber);
+      if (gi == gcIndex->end()) {  // a GcEnd without its GcBegin (log starts mid-GC)
+        GcRecord rec;
+        rec.number = g.gcNumber;
+        rec.beginSeq = g.ev.seq;
+        rec.beginTimeNs = g.ev.timeNs;
+        gi = gcIndex->emplace(g.gcNumber, r.tables_.gcs.size()).first;
+        r.tables_.gcs.push_back(rec);
+      }
+      GcRecord& rec = r.tables_.gcs[gi->second];
+      rec.ended = true;
+      rec.endSeq = g.ev.seq;
+      rec.endTimeNs = g.ev.timeNs;
+      rec.heapSizeAfter = g.heapSize;
+      rec.freeBytes = g.freeBytes;
+      rec.pauseNs = g.pauseNs;
+      rec.collectedObjects = objects;
+      rec.collectedBytes = bytes;
+      rec.unknownCollected = unknown;
+      rec.liveObjects = r.live_.size();
+      rec.liveBytes = r.counters_.liveBytes;
+      r.gcEndSeqs_.push_back(g.ev.seq);
+    }
+  }
+  void operator()(const Lost& l) {
+    if (!enter(l)) return;
+    r.counters_.lostEvents += l.count;
+    if constexpr (kBuild) {
+      r.tables_.lost.push_back({l.ev.seq, l.count, l.lostThread, l.reason});
+      r.tables_.lostEvents += l.count;
+    }
+  }
+  void operator()(const CustomEvent& e) {
+    if (!enter(e)) return;
+    if constexpr (kBuild) {
+      uint32_t k = ++(*eventCounts)[e.nameId];
+      r.tables_.events.push_back({e.nameId, k, e.ev.seq, e.ev.timeNs, e.ev.thread,
+                                  static_cast<uint32_t>(e.payload.size())});
+    }
+  }
+  void operator()(const FrameMark& f) {
+    if (!enter(f)) return;
+    if constexpr (kBuild) r.tables_.frames.push_back({f.frame, f.ev.seq, f.ev.timeNs});
+  }
+  void operator()(const StackNode& n) {
+    if (!enter(n)) return;
+    if constexpr (kBuild) {
+      auto& s = r.tables_.stacks;
+      if (n.id >= s.size()) s.resize(std::max<size_t>(n.id + 1, s.size() + s.size() / 2));
+      s[n.id] = {n.parent, n.managed, true, n.frame};
+    }
+  }
+  void operator()(const LogString& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) r.tables_.strings[x.id] = x.text;
+  }
+  void operator()(const TypeDef& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) r.tables_.types[x.id] = x.name;
+  }
+  void operator()(const MethodDef& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) r.tables_.methods[x.id] = x.name;
+  }
+  void operator()(const ModuleLoad& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) r.tables_.modules.push_back(x);
+  }
+  void operator()(const ThreadStart& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) r.tables_.threads.push_back(x);
+  }
+  template <class T>
+  void operator()(const T& x) {
+    enter(x);
+  }
+};
+
+// ---- Construction -----------------------------------------------------------------------------
+
+Replay::Replay(const std::string& logPath, ReplayOptions options)
+    : reader_(LogReader::open(logPath)), options_(std::move(options)) {
+  if (options_.useIndex && options_.indexPath.empty()) options_.indexPath = logPath + ".hmx";
+  init();
+}
+
+Replay::Replay(LogReader reader, ReplayOptions options)
+    : reader_(std::move(reader)), options_(std::move(options)) {
+  init();
+}
+
+Replay::~Replay() = default;
+
+void Replay::init() {
+  dict_ = std::make_unique<InfoDict>(tables_.infos);
+  for (const ChunkRef& c : reader_.chunks())
+    if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
+  auto t0 = std::chrono::steady_clock::now();
+  bool loaded = false;
+  if (options_.useIndex && !options_.indexPath.empty()) {
+    std::string why;
+    for (const std::string& path : indexCandidates(options_.indexPath, reader_.name())) {
+      std::string whyHere;
+      if (loadIndexFile(path, &whyHere)) {
+        loaded = true;
+        status_.path = path;
+        break;
+      }
+      if (whyHere != "missing") why = path + ": " + whyHere;
+    }
+    status_.why = why.empty() ? "missing" : why;
+    if (!loaded && !why.empty() && options_.notes)
+      std::fprintf(options_.notes, "heapman: index %s; rebuilding\n", why.c_str());
+  }
+  if (!loaded) {
+    buildTables(true);
+    status_.built = true;
+    if (options_.useIndex && !options_.indexPath.empty()) {
+      std::string err;
+      for (const std::string& path : indexCandidates(options_.indexPath, reader_.name())) {
+        if (writeIndexFile(path, &err)) {
+          status_.path = path;
+          break;
+        }
+      }
+      if (status_.path.empty() && options_.notes)
+        std::fprintf(options_.notes, "heapman: cannot write an index (%s); seeks replay from memory\n",
+                     err.c_str());
+    }
+  }
+  status_.checkpoints = index_ ? index_->checkpoints.size() : 0;
+  status_.fileBytes = index_ ? index_->fileBytes : 0;
+  status_.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  gcEndSeqs_.clear();
+  for (const GcRecord& g : tables_.gcs)
+    if (g.ended) gcEndSeqs_.push_back(g.endSeq);
+  std::sort(gcEndSeqs_.begin(), gcEndSeqs_.end());
+  dict_->rebuildFromInfos();
+  resetState();
+}
+
+void Replay::resetState() {
+  live_.clear();
+  counters_ = {};
+  pending_.clear();
+  position_ = 0;
+  chunk_ = 0;
+  consumed_ = 0;
+}
+
+// The index pass: every record once, tables and definitions gathered, checkpoints taken at chunk
+// boundaries every options_.checkpointEvents events.
+void Replay::buildTables(bool withCheckpoints) {
+  tables_ = LogTables{};
+  tables_.stacks.resize(1);
+  tables_.stacks[0].defined = true;
+  dict_ = std::make_unique<InfoDict>(tables_.infos);
+  gcEndSeqs_.clear();
+  resetState();
+  index_ = std::make_unique<Index>();
+  std::unordered_map<uint32_t, size_t> gcIndex;
+  std::unordered_map<uint32_t, uint32_t> eventCounts;
+  std::vector<uint8_t> buf;
+  auto model = std::make_unique<ChunkModel>();
+  uint64_t sinceCheckpoint = 0;
+  bool sawEvent = false;
+  for (size_t k = 0; k < recordChunks_.size(); ++k) {
+    if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0) {
+      position_ = recordChunks_[k].header.firstSeq;
+      chunk_ = k;
+      index_->addCheckpoint(k, position_, live_.size(), serializeState());
+      sinceCheckpoint = 0;
+    }
+    Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
+    a.gcIndex = &gcIndex;
+    a.eventCounts = &eventCounts;
+    a.sawEvent = sawEvent;
+    reader_.decodeChunk(recordChunks_[k], buf, a, model.get());
+    sawEvent = a.sawEvent;
+    sinceCheckpoint += a.applied;
+    stats_.eventsApplied += a.applied;
+    ++stats_.chunksDecoded;
+    if (options_.progress) options_.progress(k + 1, recordChunks_.size());
+  }
+  if (!sawEvent) tables_.firstSeq = tables_.endSeq = 0;
+  std::stable_sort(tables_.gcs.begin(), tables_.gcs.end(),
+                   [](const GcRecord& a, const GcRecord& b) { return a.number < b.number; });
+}
+
+uint32_t Replay::epochOf(uint64_t birthSeq) const {
+  return static_cast<uint32_t>(std::upper_bound(gcEndSeqs_.begin(), gcEndSeqs_.end(), birthSeq) -
+                               gcEndSeqs_.begin());
+}
+
+// ---- Seeking ----------------------------------------------------------------------------------
+
+void Replay::runForward(uint64_t limit, Observer* observer) {
+  std::vector<uint8_t> buf;
+  auto model = std::make_unique<ChunkModel>();
+  uint64_t startChunk = chunk_;
+  while (chunk_ < recordChunks_.size()) {
+    Applier<false> a{*this, limit, observer};
+    a.skip = consumed_;
+    bool stopped = false;
+    try {
+      reader_.decodeChunk(recordChunks_[chunk_], buf, a, model.get());
+    } catch (const StopDecoding&) {
+      stopped = true;
+    }
+    stats_.eventsApplied += a.applied;
+    ++stats_.chunksDecoded;
+    if (stopped) {
+      consumed_ = a.visited;
+      break;
+    }
+    ++chunk_;
+    consumed_ = 0;
+    if (options_.progress && recordChunks_.size() > 64)
+      options_.progress(chunk_ - startChunk, recordChunks_.size() - startChunk);
+  }
+  position_ = limit;
+}
+
+void Replay::seek(uint64_t limit, Observer* observer) {
+  if (observer) {
+    if (limit < position_)
+      throw ReplayError("cannot observe a backward seek (from " + describe(position_) + " to " +
+                        describe(limit) + ")");
+    runForward(limit, observer);
+    return;
+  }
+  // The last checkpoint at or before the limit.
+  static const std::vector<Index::CheckpointRef> kNone;
+  const auto& cps = index_ ? index_->checkpoints : kNone;
+  auto it = std::upper_bound(cps.begin(), cps.end(), limit,
+                             [](uint64_t l, const Index::CheckpointRef& c) { return l < c.position; });
+  bool haveCp = it != cps.begin();
+  const Index::CheckpointRef* cp = haveCp ? &*(it - 1) : nullptr;
+  if (limit >= position_) {
+    // Forward: jump only when the checkpoint is ahead by more events than it holds objects.
+    if (cp && cp->position > position_ && cp->position - position_ > cp->liveObjects)
+      loadCheckpoint(static_cast<size_t>(cp - cps.data()));
+  } else if (cp) {
+    loadCheckpoint(static_cast<size_t>(cp - cps.data()));
+  } else {
+    resetState();
+  }
+  runForward(limit, nullptr);
+}
+
+void Replay::replayFromStart(uint64_t limit) {
+  resetState();
+  runForward(limit, nullptr);
+}
+
+// ---- Checkpoints ------------------------------------------------------------------------------
+// Raw layout (LZ4'd in the index file): var position, var chunk, var unknownFrees,
+// var replacedAllocs, var unknownCollected, var gcEnds, var lostEvents, var liveBytes,
+// var liveCount, then liveCount x {var addressDelta, var info, var birthSeq} by ascending address,
+// then var pendingSets, each {var gcNumber, var count, count x var addressDelta}.
+
+std::vector<uint8_t> Replay::serializeState() const {
+  detail::Out o;
+  o.var(position_);
+  o.var(chunk_);
+  o.var(counters_.unknownFrees);
+  o.var(counters_.replacedAllocs);
+  o.var(counters_.unknownCollected);
+  o.var(counters_.gcEnds);
+  o.var(counters_.lostEvents);
+  o.var(counters_.liveBytes);
+  std::vector<LiveObject> objs;
+  objs.reserve(live_.size());
+  live_.forEach([&](const LiveObject& x) { objs.push_back(x); });
+  std::sort(objs.begin(), objs.end(),
+            [](const LiveObject& a, const LiveObject& b) { return a.address < b.address; });
+  o.var(objs.size());
+  uint64_t prev = 0;
+  for (const LiveObject& x : objs) {
+    o.var(x.address - prev);
+    prev = x.address;
+    o.var(x.info());
+    o.var(x.birthSeq());
+  }
+  o.var(pending_.size());
+  for (const auto& [gc, addrs] : pending_) {
+    o.var(gc);
+    o.var(addrs.size());
+    uint64_t p = 0;
+    for (uint64_t a : addrs) {
+      o.var(a - p);  // ascending within one Collected record; wraps harmlessly otherwise
+      p = a;
+    }
+  }
+  return std::move(o.data());
+}
+
+void Replay::loadCheckpoint(size_t i) {
+  std::vector<uint8_t> raw = index_->checkpointBytes(i);
+  resetState();
+  try {
+    detail::In in(raw);
+    position_ = in.var();
+    chunk_ = in.var();
+    counters_.unknownFrees = in.var();
+    counters_.replacedAllocs = in.var();
+    counters_.unknownCollected = in.var();
+    counters_.gcEnds = in.var();
+    counters_.lostEvents = in.var();
+    counters_.liveBytes = in.var();
+    uint64_t n = in.count();
+    live_.reserve(n);
+    uint64_t addr = 0;
+    LiveObject dummy;
+    for (uint64_t k = 0; k < n; ++k) {
+      addr += in.var();
+      uint64_t info = in.var();
+      uint64_t birth = in.var();
+      if (info >= tables_.infos.size() || birth > kMaxSeq || addr == 0)
+        throw log::CursorOverrun("live object out of range");
+      live_.insert(LiveObject{addr, LiveObject::pack(birth, static_cast<uint32_t>(info))}, &dummy);
+    }
+    uint64_t sets = in.count();
+    for (uint64_t s = 0; s < sets; ++s) {
+      uint32_t gc = in.var32();
+      uint64_t m = in.count();
+      std::vector<uint64_t> addrs(m);
+      uint64_t p = 0;
+      for (uint64_t k = 0; k < m; ++k) addrs[k] = p += in.var();
+      pending_.emplace_back(gc, std::move(addrs));
+    }
+    if (chunk_ > recordChunks_.size()) throw log::CursorOverrun("chunk out of range");
+  } catch (const log::CursorOverrun& e) {
+    resetState();
+    throw ReplayError("index " + status_.path + ": checkpoint " + std::to_string(i) +
+                      " is corrupt (" + e.what() + "); delete the index file to rebuild it");
+  }
+  consumed_ = 0;
+  ++stats_.checkpointLoads;
+}
+
+// ---- Points -----------------------------------------------------------------------------------
+
+uint64_t Replay::resolve(const Point& p) const {
+  const LogTables& t = tables_;
+  switch (p.kind) {
+    case Point::Kind::kStart: return t.firstSeq;
+    case Point::Kind::kEnd: return t.endSeq;
+    case Point::Kind::kSeq:
+      if (p.number < t.firstSeq || p.number >= t.endSeq)
+        throw ReplayError("seq:" + std::to_string(p.number) + " is outside the log (" +
+                          (t.eventCount ? "seq " + std::to_string(t.firstSeq) + ".." +
+                                          std::to_string(t.endSeq - 1)
+                                    : std::string("it has no events")) +
+                          ")");
+      return p.number + 1;
+    case Point::Kind::kGc: {
+      const GcRecord* g = p.number <= std::numeric_limits<uint32_t>::max()
+                              ? t.gc(static_cast<uint32_t>(p.number))
+                              : nullptr;
+      if (!g || !g->ended) {
+        std::string range = "log has no completed GCs";
+        std::vector<uint32_t> ended;
+        for (const GcRecord& x : t.gcs)
+          if (x.ended) ended.push_back(x.number);
+        if (!ended.empty())
+          range = "log has GCs " + std::to_string(ended.front()) + ".." +
+                  std::to_string(ended.back());
+        if (g && !g->ended) range += "; GC " + std::to_string(p.number) + " never ended";
+        throw ReplayError("unknown GC " + std::to_string(p.number) + " (" + range + ")");
+      }
+      return g->endSeq + 1;
+    }
+    case Point::Kind::kFrame: {
+      for (const FrameRecord& f : t.frames)
+        if (f.frame == p.number) return f.seq + 1;
+      if (t.frames.empty()) throw ReplayError("unknown frame " + std::to_string(p.number) +
+                                              " (log has no frame marks)");
+      uint64_t lo = t.frames.front().frame, hi = lo;
+      for (const FrameRecord& f : t.frames) lo = std::min(lo, f.frame), hi = std::max(hi, f.frame);
+      throw ReplayError("unknown frame " + std::to_string(p.number) + " (log has frames " +
+                        std::to_string(lo) + ".." + std::to_string(hi) + ")");
+    }
+    case Point::Kind::kEvent: {
+      uint32_t count = 0;
+      bool known = false;
+      for (const EventRecord& e : t.events) {
+        if (t.eventName(e.nameId) != p.name) continue;
+        known = true;
+        if (++count == p.number) return e.seq + 1;
+      }
+      if (known)
+        throw ReplayError("event '" + p.name + "' occurs " + std::to_string(count) +
+                          (count == 1 ? " time" : " times") + "; asked for occurrence " +
+                          std::to_string(p.number));
+      std::vector<std::string> names;
+      for (const EventRecord& e : t.events) {
+        std::string n = t.eventName(e.nameId);
+        if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+      }
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw ReplayError("unknown event '" + p.name + "' (" +
+                        (names.empty() ? "log has no custom events" : "known events: " + list) +
+                        ")");
+    }
+  }
+  throw ReplayError("bad point");
+}
+
+std::string Replay::describe(uint64_t limit) const {
+  const LogTables& t = tables_;
+  if (limit <= t.firstSeq) return "start";
+  for (const GcRecord& g : t.gcs)
+    if (g.ended && g.endSeq + 1 == limit) return "gc:" + std::to_string(g.number);
+  for (const EventRecord& e : t.events)
+    if (e.seq + 1 == limit) return t.eventName(e.nameId) + "#" + std::to_string(e.occurrence);
+  for (const FrameRecord& f : t.frames)
+    if (f.seq + 1 == limit) return "frame:" + std::to_string(f.frame);
+  if (limit >= t.endSeq) return "end";
+  return "seq:" + std::to_string(limit - 1);
+}
+
+}  // namespace heapman::replay

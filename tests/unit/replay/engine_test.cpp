@@ -1,0 +1,354 @@
+// The replay engine: exact state on a hand-written log, points and their errors, and the
+// properties (seek P then P' == seek P'; checkpointed seek == full replay at every GC; the state
+// equals an independent map replay).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <unordered_map>
+
+#include "test_log.h"
+
+using namespace rtest;
+using namespace heapman::replay;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("replay-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+};
+
+ReplayOptions quiet(uint64_t interval = 300) {
+  ReplayOptions o;
+  o.checkpointEvents = interval;
+  o.useIndex = false;
+  o.notes = nullptr;
+  return o;
+}
+
+// A small log whose state is known by hand.
+std::vector<uint8_t> handLog() {
+  LogBuilder b;
+  b.put(LogString{1, "level_start"});
+  b.put(TypeDef{7, "Enemy", 32, 0});
+  b.put(StackNode{1, 0, 0x1000, false});
+  b.put(StackNode{2, 1, 0x2000, false});
+  b.put(Alloc{b.next(), HeapKind::kNative, 0xA0, 10, 16, 2, 0});        // seq 0
+  b.put(Alloc{b.next(), HeapKind::kGcNormal, 0xB0, 32, 32, 1, 7});      // seq 1
+  b.put(Alloc{b.next(), HeapKind::kGcNormal, 0xC0, 32, 32, 1, 7});      // seq 2
+  b.put(CustomEvent{b.next(), 1, {}});                                   // seq 3
+  b.put(Free{b.next(), HeapKind::kNative, 0xEE});                        // seq 4: unknown
+  b.put(GcBegin{b.next(), 1, 1000, -1});                                 // seq 5
+  b.put(Collected{1, {0xB0, 0xF0}});                                     // 0xF0 never lived
+  b.put(GcEnd{b.next(), 1, 968, 32, 777});                               // seq 6
+  b.put(Realloc{b.next(), HeapKind::kNative, 0xA0, 0xD0, 20, 24, 2, 0}); // seq 7
+  b.put(Alloc{b.next(1), HeapKind::kNative, 0xD0, 5, 8, 1, 0});          // seq 8: replaces 0xD0
+  b.put(FrameMark{b.next(), 1});                                         // seq 9
+  b.put(Lost{b.next(), 4, 0, "ring full"});                             // seq 10
+  b.put(CustomEvent{b.next(), 1, {}});                                   // seq 11
+  return b.finish();
+}
+
+}  // namespace
+
+TEST_CASE("hand-written log: exact state at each point", "[replay]") {
+  Replay r(LogReader::fromBytes(handLog(), "hand.hml"), quiet());
+  const LogTables& t = r.tables();
+  CHECK(t.firstSeq == 0);
+  CHECK(t.endSeq == 12);
+  CHECK(t.eventCount == 12);
+  REQUIRE(t.gcs.size() == 1);
+  CHECK(t.gcs[0].collectedObjects == 1);
+  CHECK(t.gcs[0].collectedBytes == 32);
+  CHECK(t.gcs[0].unknownCollected == 1);
+  CHECK(t.gcs[0].liveObjects == 2);
+  CHECK(t.gcs[0].liveBytes == 42);
+  CHECK(t.gcs[0].pauseNs == 777);
+  CHECK(t.gcs[0].beginSeq == 5);
+  CHECK(t.gcs[0].endSeq == 6);
+  REQUIRE(t.events.size() == 2);
+  CHECK(t.events[1].occurrence == 2);
+  CHECK(t.lostEvents == 4);
+  CHECK(t.stackNodes(2) == std::vector<uint32_t>{2, 1});
+
+  r.seek(r.resolve("level_start#1"));
+  CHECK(r.live().size() == 3);
+  CHECK(r.counters().liveBytes == 74);
+  r.seek(r.resolve("gc:1"));
+  CHECK(r.live().size() == 2);
+  CHECK(r.live().find(0xB0) == nullptr);
+  CHECK(r.counters().unknownFrees == 1);
+  CHECK(r.counters().unknownCollected == 1);
+  CHECK(r.counters().gcEnds == 1);
+  r.seek(r.resolve("end"));
+  REQUIRE(r.live().size() == 2);
+  const LiveObject* d = r.live().find(0xD0);
+  REQUIRE(d != nullptr);
+  CHECK(d->birthSeq() == 8);
+  CHECK(r.info(d->info()) == heapman::replay::AllocInfo{HeapKind::kNative, 1, 5, 8, 1, 0});
+  CHECK(r.epochOf(d->birthSeq()) == 1);
+  CHECK(r.epochOf(r.live().find(0xC0)->birthSeq()) == 0);
+  CHECK(r.counters().replacedAllocs == 1);
+  CHECK(r.counters().lostEvents == 4);
+  CHECK(r.counters().liveBytes == 37);
+  r.seek(r.resolve("start"));
+  CHECK(r.live().size() == 0);
+  r.seek(r.resolve("seq:0"));
+  CHECK(r.live().size() == 1);
+  r.seek(r.resolve("frame:1"));
+  CHECK(r.live().size() == 2);
+  CHECK(r.describe(r.resolve("gc:1")) == "gc:1");
+  CHECK(r.describe(r.resolve("level_start#2")) == "level_start#2");
+  CHECK(r.describe(r.resolve("frame:1")) == "frame:1");
+  CHECK(r.describe(r.resolve("seq:4")) == "seq:4");
+}
+
+TEST_CASE("points: syntax and range errors name the valid range", "[replay][points]") {
+  Replay r(LogReader::fromBytes(handLog(), "hand.hml"), quiet());
+  auto err = [&](const std::string& p) {
+    try {
+      r.resolve(p);
+    } catch (const ReplayError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err("gc:2") == "unknown GC 2 (log has GCs 1..1)");
+  CHECK(err("level_start#3") == "event 'level_start' occurs 2 times; asked for occurrence 3");
+  CHECK(err("boss") == "unknown event 'boss' (known events: level_start)");
+  CHECK(err("frame:9") == "unknown frame 9 (log has frames 1..1)");
+  CHECK(err("seq:12") == "seq:12 is outside the log (seq 0..11)");
+  CHECK(err("gc:x").rfind("malformed point 'gc:x': a GC number must be a non-negative integer", 0) == 0);
+  CHECK(err("lvl#0").rfind("malformed point 'lvl#0': occurrences count from 1", 0) == 0);
+  CHECK(err("").rfind("malformed point '': empty", 0) == 0);
+  CHECK(err("foo:3").rfind("malformed point 'foo:3': unknown prefix 'foo:'", 0) == 0);
+  Point p = parsePoint("level_end#3");
+  CHECK(p.kind == Point::Kind::kEvent);
+  CHECK(p.name == "level_end");
+  CHECK(p.number == 3);
+  CHECK(parsePoint("level_end").number == 1);
+}
+
+TEST_CASE("state at every GC equals an independent map replay", "[replay][property]") {
+  auto bytes = makeWorkload(1, 40, 120);
+  Replay r(LogReader::fromBytes(bytes, "w.hml"), quiet(250));
+  REQUIRE(r.tables().gcs.size() == 40);
+  REQUIRE(r.index().checkpoints > 10);
+  for (const GcRecord& g : r.tables().gcs) {
+    uint64_t limit = r.resolve("gc:" + std::to_string(g.number));
+    r.seek(limit);
+    INFO("gc " << g.number);
+    RefState want = referenceState(r.reader(), limit);
+    REQUIRE(engineState(r) == want);
+    CHECK(g.liveObjects == want.size());
+  }
+  r.seek(r.resolve("end"));
+  CHECK(engineState(r) == referenceState(r.reader(), r.tables().endSeq));
+}
+
+TEST_CASE("checkpointed seek equals full replay at every GC, in any order", "[replay][property]") {
+  auto bytes = makeWorkload(2, 30, 200);
+  Replay seeker(LogReader::fromBytes(bytes, "w.hml"), quiet(400));
+  Replay full(LogReader::fromBytes(bytes, "w.hml"), quiet(400));
+  std::vector<uint32_t> order;
+  for (const GcRecord& g : seeker.tables().gcs) order.push_back(g.number);
+  std::mt19937 rng(7);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (uint32_t n : order) {
+    uint64_t limit = seeker.resolve("gc:" + std::to_string(n));
+    seeker.seek(limit);
+    full.replayFromStart(limit);
+    INFO("gc " << n);
+    REQUIRE(engineState(seeker) == engineState(full));
+    REQUIRE(seeker.counters() == full.counters());
+  }
+  CHECK(seeker.stats().checkpointLoads > 0);
+}
+
+TEST_CASE("seek P then P' equals seek P' directly", "[replay][property]") {
+  auto bytes = makeWorkload(3, 25, 150);
+  Replay a(LogReader::fromBytes(bytes, "w.hml"), quiet(300));
+  Replay b(LogReader::fromBytes(bytes, "w.hml"), quiet(300));
+  std::mt19937_64 rng(11);
+  uint64_t first = a.tables().firstSeq, end = a.tables().endSeq;
+  for (int i = 0; i < 60; ++i) {
+    uint64_t p = first + rng() % (end - first + 1), q = first + rng() % (end - first + 1);
+    a.seek(p);
+    a.seek(q);
+    b.replayFromStart(q);
+    INFO("P " << p << " P' " << q);
+    REQUIRE(engineState(a) == engineState(b));
+    REQUIRE(a.counters() == b.counters());
+    REQUIRE(engineState(a) == referenceState(a.reader(), q));
+  }
+}
+
+TEST_CASE("observer sees every birth and death of a forward range", "[replay]") {
+  auto bytes = makeWorkload(4, 12, 100);
+  Replay r(LogReader::fromBytes(bytes, "w.hml"), quiet());
+  struct Count : Observer {
+    int64_t born_ = 0, died_ = 0;
+    void born(const LiveObject&) override { ++born_; }
+    void died(const LiveObject&, Death, uint64_t) override { ++died_; }
+  } c;
+  uint64_t a = r.resolve("gc:3"), b = r.resolve("gc:9");
+  r.seek(a);
+  int64_t before = static_cast<int64_t>(r.live().size());
+  r.seek(b, &c);
+  CHECK(c.born_ > 0);
+  CHECK(c.died_ > 0);
+  CHECK(before + c.born_ - c.died_ == static_cast<int64_t>(r.live().size()));
+  CHECK_THROWS_AS(r.seek(a, &c), ReplayError);
+}
+
+TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[replay][index]") {
+  TempDir dir;
+  std::string log = (dir.path / "w.hml").string();
+  {
+    auto bytes = makeWorkload(5, 20, 150);
+    FILE* f = std::fopen(log.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  ReplayOptions o;
+  o.checkpointEvents = 300;
+  o.notes = nullptr;
+  RefState atGc10;
+  {
+    Replay r(log, o);
+    CHECK(r.index().built);
+    CHECK(r.index().path == log + ".hmx");
+    CHECK(r.index().checkpoints > 3);
+    r.seek(r.resolve("gc:10"));
+    atGc10 = engineState(r);
+  }
+  REQUIRE(fs::exists(log + ".hmx"));
+  {
+    Replay r(log, o);
+    CHECK_FALSE(r.index().built);
+    CHECK(r.tables().gcs.size() == 20);
+    r.seek(r.resolve("gc:10"));
+    CHECK(engineState(r) == atGc10);
+    CHECK(r.stats().eventsApplied < r.tables().eventCount);  // started from a checkpoint
+  }
+  // Corrupt one byte in the middle of the index.
+  {
+    auto sz = fs::file_size(log + ".hmx");
+    FILE* f = std::fopen((log + ".hmx").c_str(), "r+b");
+    std::fseek(f, static_cast<long>(sz / 2), SEEK_SET);
+    int c = std::fgetc(f);
+    std::fseek(f, static_cast<long>(sz / 2), SEEK_SET);
+    std::fputc(c ^ 0x5a, f);
+    std::fclose(f);
+    Replay r(log, o);
+    CHECK(r.index().built);
+    CHECK(r.index().why.find("corrupt") != std::string::npos);
+    r.seek(r.resolve("gc:10"));
+    CHECK(engineState(r) == atGc10);
+  }
+  // A different interval makes it stale.
+  {
+    ReplayOptions o2 = o;
+    o2.checkpointEvents = 500;
+    Replay r(log, o2);
+    CHECK(r.index().built);
+    CHECK(r.index().why.find("stale: built with a checkpoint interval of 300") != std::string::npos);
+  }
+  // The log changed (recorded again): stale.
+  {
+    auto bytes = makeWorkload(55, 20, 150);
+    FILE* f = std::fopen(log.c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  {
+    ReplayOptions o2 = o;
+    o2.checkpointEvents = 500;
+    Replay r(log, o2);
+    CHECK(r.index().built);
+    CHECK(r.index().why.find("stale: the log changed") != std::string::npos);
+  }
+}
+
+TEST_CASE("index file falls back to the cache directory when the log's is not writable",
+          "[replay][index]") {
+  TempDir dir;
+  auto bytes = makeWorkload(6, 5, 50);
+  std::string log = (dir.path / "w.hml").string();
+  FILE* f = std::fopen(log.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  std::string cache = (dir.path / "cache").string();
+  ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  ReplayOptions o;
+  o.notes = nullptr;
+  o.indexPath = "/proc/heapman-no-such-dir/w.hml.hmx";  // cannot be created, even by root
+  {
+    Replay r(log, o);
+    CHECK(r.index().built);
+    CHECK(r.index().path.rfind(cache + "/heapman/w.hml-", 0) == 0);
+  }
+  {
+    Replay r(log, o);
+    CHECK_FALSE(r.index().built);
+    CHECK(r.index().path.rfind(cache + "/heapman/w.hml-", 0) == 0);
+  }
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+TEST_CASE("truncated log replays up to its last intact chunk", "[replay]") {
+  auto bytes = makeWorkload(8, 20, 150);
+  bytes.resize(bytes.size() * 6 / 10);
+  Replay r(LogReader::fromBytes(bytes, "cut.hml"), quiet());
+  CHECK_FALSE(r.reader().end().complete);
+  REQUIRE(r.tables().gcs.size() > 3);
+  uint64_t end = r.resolve("end");
+  r.seek(end);
+  CHECK(engineState(r) == referenceState(r.reader(), end));
+}
+
+TEST_CASE("LiveSet matches a hash map under random inserts and erases", "[replay][liveset]") {
+  LiveSet s;
+  std::unordered_map<uint64_t, uint64_t> m;
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 200000; ++i) {
+    uint64_t a = 16 * (1 + rng() % 5000);
+    if (rng() % 3) {
+      LiveObject old;
+      bool had = s.insert({a, uint64_t(i)}, &old);
+      CHECK(had == (m.count(a) == 1));
+      if (had) CHECK(old.packed == m[a]);
+      m[a] = uint64_t(i);
+    } else {
+      LiveObject out;
+      bool had = s.erase(a, &out);
+      REQUIRE(had == (m.count(a) == 1));
+      if (had) CHECK(out.packed == m[a]);
+      m.erase(a);
+    }
+    REQUIRE(s.size() == m.size());
+  }
+  size_t n = 0;
+  s.forEach([&](const LiveObject& o) {
+    ++n;
+    REQUIRE(m.at(o.address) == o.packed);
+  });
+  CHECK(n == m.size());
+  // Bytes per live object at scale: 16-byte slots at a load of 0.7..0.875.
+  LiveSet big;
+  LiveObject dummy;
+  for (uint64_t i = 1; i <= 1000000; ++i) big.insert({i * 48, i}, &dummy);
+  double perObject = double(big.memoryBytes()) / double(big.size());
+  CHECK(perObject <= 24.0);
+  CHECK(perObject >= 18.0);
+}
