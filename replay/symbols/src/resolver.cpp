@@ -254,15 +254,67 @@ const std::string& Resolver::demangled(const char* name) {
   return it->second;
 }
 
-const std::string& Resolver::functionName(Dwarf_Die* die) {
-  static const std::string kEmpty;
+std::string Resolver::qualifiedName(Dwarf_Die* die, bool c) {
+  // The DIE that carries the name: an inlined or concrete copy points to it.
+  Dwarf_Die named = *die;
+  for (int i = 0; i < 8 && !dwarf_hasattr(&named, DW_AT_name); ++i) {
+    Dwarf_Attribute attr;
+    Dwarf_Die next;
+    if (!dwarf_attr(&named, DW_AT_abstract_origin, &attr) &&
+        !dwarf_attr(&named, DW_AT_specification, &attr))
+      break;
+    if (!dwarf_formref_die(&attr, &next)) break;
+    named = next;
+  }
+  const char* name = dwarf_diename(&named);
+  if (!name) return {};
+  if (c) return name;
+  // DWARF has no parent links: libdw finds the enclosing scopes by walking the CU (costly, but
+  // only for functions that have no linkage name, once each).
+  Dwarf_Die* scopes = nullptr;
+  int n = dwarf_getscopes_die(&named, &scopes);
+  std::string out;
+  for (int i = n - 1; i >= 1; --i) {
+    int tag = dwarf_tag(&scopes[i]);
+    const char* scope = dwarf_diename(&scopes[i]);
+    if (tag == DW_TAG_namespace) out += scope ? scope : "(anonymous namespace)";
+    else if ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
+              tag == DW_TAG_union_type) && scope)
+      out += scope;
+    else continue;
+    out += "::";
+  }
+  std::free(scopes);
+  return out + name;
+}
+
+// Demangled linkage name; else, for an out-of-line function, the symbol that starts in it (the
+// symbol table has mangled names where DWARF has none: static and anonymous-namespace
+// functions); else the DWARF name qualified by its namespaces and classes (no parameters).
+const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias) {
+  CuTable::Node& n = cu.nodes[static_cast<size_t>(node)];
   Dwarf_Attribute attr;
-  const char* linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+  const char* linkage = dwarf_formstring(dwarf_attr_integrate(&n.die, DW_AT_linkage_name, &attr));
   if (!linkage)
-    linkage = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+    linkage = dwarf_formstring(dwarf_attr_integrate(&n.die, DW_AT_MIPS_linkage_name, &attr));
   if (linkage) return demangled(linkage);
-  const char* name = dwarf_diename(die);
-  return name ? demangled(name) : kEmpty;
+  auto [it, inserted] = unlinked_.try_emplace(n.die.addr);
+  if (!inserted) return it->second;
+  if (n.parent < 0) {
+    // At the entry, not at `pc`: code split off the function ("foo() [clone .cold]") has a
+    // symbol of its own, and the name must not depend on which address came first.
+    Dwarf_Addr entry = 0;
+    if (dwarf_entrypc(&n.die, &entry) != 0) entry = cu.ranges[n.rangesBegin].first;
+    const Symbol* s = symbolAt(m, entry + bias);
+    if (s && s->lo == entry + bias) {
+      it->second = demangled(s->name);
+      return it->second;
+    }
+  }
+  int lang = dwarf_srclang(&cu.cudie);
+  bool c = lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 || lang == DW_LANG_C11;
+  it->second = qualifiedName(&n.die, c);
+  return it->second;
 }
 
 void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, Symbolized& out) {
@@ -289,7 +341,7 @@ void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, 
       // Innermost first: each inlined copy's call site is the position in the frame around it.
       for (int32_t n = node; n >= 0;) {
         CuTable::Node& cur = cu.nodes[static_cast<size_t>(n)];
-        first.function = functionName(&cur.die);
+        first.function = functionName(m, cu, n, bias);
         out.frames.push_back(std::move(first));
         first = SourceFrame{};
         if (cur.parent < 0) break;

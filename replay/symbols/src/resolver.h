@@ -42,7 +42,8 @@ class Resolver {
   Module& module(int32_t index, const ModuleFile& file);
   CuTable& cuTable(Module& m, Dwarf_Die* cudie);
   const Symbol* symbolAt(Module& m, uint64_t address);
-  const std::string& functionName(Dwarf_Die* die);
+  const std::string& functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias);
+  std::string qualifiedName(Dwarf_Die* die, bool c);
   const std::string& demangled(const char* name);
 
   const Dwfl_Callbacks* callbacks_;
@@ -51,6 +52,8 @@ class Resolver {
   // Keyed by the string's address inside the mapped debug sections: each distinct string is
   // demangled once per thread, whatever CU or module names it.
   std::unordered_map<const char*, std::string> names_;
+  // Functions without a linkage name (static, anonymous namespace, C), by their DIE.
+  std::unordered_map<const void*, std::string> unlinked_;
 };
 
 }  // namespace heapman::replay::detail
