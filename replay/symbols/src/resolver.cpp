@@ -145,6 +145,41 @@ struct Resolver::CuTable {
     return node;
   }
 
+  // Namespace/class prefix ("ns::Class::") of each subprogram DIE of this CU, built on first
+  // need by one walk of the CU's scopes (DWARF has no parent links).
+  bool scopesBuilt = false;
+  std::vector<std::string> prefixes;
+  std::unordered_map<const void*, uint32_t> prefixOf;  // DIE address -> index into prefixes
+
+  void buildScopes(Dwarf_Die* parentDie, uint32_t prefix, int depth) {
+    if (depth > kMaxDepth) return;
+    Dwarf_Die child;
+    if (dwarf_child(parentDie, &child) != 0) return;
+    do {
+      int tag = dwarf_tag(&child);
+      if (tag == DW_TAG_subprogram) {
+        prefixOf.emplace(child.addr, prefix);
+      } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+                 tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
+        const char* name = dwarf_diename(&child);
+        if (!name && tag != DW_TAG_namespace) continue;
+        prefixes.push_back(prefixes[prefix] + (name ? name : "(anonymous namespace)") + "::");
+        buildScopes(&child, static_cast<uint32_t>(prefixes.size() - 1), depth + 1);
+      }
+    } while (dwarf_siblingof(&child, &child) == 0);
+  }
+
+  // Precondition: `die` belongs to this CU. Nullptr when the walk didn't see it.
+  const std::string* scopeOf(Dwarf_Die* die) {
+    if (!scopesBuilt) {
+      scopesBuilt = true;
+      prefixes.emplace_back();
+      buildScopes(&cudie, 0, 0);
+    }
+    auto it = prefixOf.find(die->addr);
+    return it == prefixOf.end() ? nullptr : &prefixes[it->second];
+  }
+
   const char* fileName(uint32_t index) {
     if (!filesLoaded) {
       filesLoaded = true;
@@ -254,9 +289,11 @@ const std::string& Resolver::demangled(const char* name) {
   return it->second;
 }
 
-std::string Resolver::qualifiedName(Dwarf_Die* die, bool c) {
-  // The DIE that carries the name: an inlined or concrete copy points to it.
-  Dwarf_Die named = *die;
+namespace {
+
+// The DIE that carries the name: an inlined or concrete copy points to it.
+Dwarf_Die namedDie(const Dwarf_Die& die) {
+  Dwarf_Die named = die;
   for (int i = 0; i < 8 && !dwarf_hasattr(&named, DW_AT_name); ++i) {
     Dwarf_Attribute attr;
     Dwarf_Die next;
@@ -266,13 +303,24 @@ std::string Resolver::qualifiedName(Dwarf_Die* die, bool c) {
     if (!dwarf_formref_die(&attr, &next)) break;
     named = next;
   }
-  const char* name = dwarf_diename(&named);
+  return named;
+}
+
+}  // namespace
+
+std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named) {
+  const char* name = dwarf_diename(named);
   if (!name) return {};
-  if (c) return name;
-  // DWARF has no parent links: libdw finds the enclosing scopes by walking the CU (costly, but
-  // only for functions that have no linkage name, once each).
+  int lang = dwarf_srclang(&cu.cudie);
+  if (lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 || lang == DW_LANG_C11)
+    return name;
+  if (named->cu == cu.cudie.cu) {
+    const std::string* prefix = cu.scopeOf(named);
+    return prefix ? *prefix + name : name;
+  }
+  // In another unit (DW_FORM_ref_addr): libdw walks that unit to find the enclosing scopes.
   Dwarf_Die* scopes = nullptr;
-  int n = dwarf_getscopes_die(&named, &scopes);
+  int n = dwarf_getscopes_die(named, &scopes);
   std::string out;
   for (int i = n - 1; i >= 1; --i) {
     int tag = dwarf_tag(&scopes[i]);
@@ -288,9 +336,10 @@ std::string Resolver::qualifiedName(Dwarf_Die* die, bool c) {
   return out + name;
 }
 
-// Demangled linkage name; else, for an out-of-line function, the symbol that starts in it (the
-// symbol table has mangled names where DWARF has none: static and anonymous-namespace
-// functions); else the DWARF name qualified by its namespaces and classes (no parameters).
+// Demangled linkage name; else, for an out-of-line function, the symbol that starts at its entry
+// (the symbol table has mangled names where DWARF has none: static and anonymous-namespace
+// functions); else the DWARF name qualified by its namespaces and classes (no parameters: an
+// inlined constructor, say, is "ns::Class::Class").
 const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias) {
   CuTable::Node& n = cu.nodes[static_cast<size_t>(node)];
   Dwarf_Attribute attr;
@@ -298,22 +347,25 @@ const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, 
   if (!linkage)
     linkage = dwarf_formstring(dwarf_attr_integrate(&n.die, DW_AT_MIPS_linkage_name, &attr));
   if (linkage) return demangled(linkage);
-  auto [it, inserted] = unlinked_.try_emplace(n.die.addr);
-  if (!inserted) return it->second;
   if (n.parent < 0) {
-    // At the entry, not at `pc`: code split off the function ("foo() [clone .cold]") has a
-    // symbol of its own, and the name must not depend on which address came first.
+    auto [it, inserted] = unlinked_.try_emplace(n.die.addr);
+    if (!inserted) return it->second;
+    // At the entry, not at the address looked up: code split off the function ("foo() [clone
+    // .cold]") has a symbol of its own, and the name must not depend on which address came first.
     Dwarf_Addr entry = 0;
     if (dwarf_entrypc(&n.die, &entry) != 0) entry = cu.ranges[n.rangesBegin].first;
     const Symbol* s = symbolAt(m, entry + bias);
     if (s && s->lo == entry + bias) {
       it->second = demangled(s->name);
-      return it->second;
+    } else {
+      Dwarf_Die named = namedDie(n.die);
+      it->second = qualifiedName(cu, &named);
     }
+    return it->second;
   }
-  int lang = dwarf_srclang(&cu.cudie);
-  bool c = lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 || lang == DW_LANG_C11;
-  it->second = qualifiedName(&n.die, c);
+  Dwarf_Die named = namedDie(n.die);
+  auto [it, inserted] = unlinked_.try_emplace(named.addr);
+  if (inserted) it->second = qualifiedName(cu, &named);
   return it->second;
 }
 

@@ -43,7 +43,7 @@ class Resolver {
   CuTable& cuTable(Module& m, Dwarf_Die* cudie);
   const Symbol* symbolAt(Module& m, uint64_t address);
   const std::string& functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias);
-  std::string qualifiedName(Dwarf_Die* die, bool c);
+  std::string qualifiedName(CuTable& cu, Dwarf_Die* named);
   const std::string& demangled(const char* name);
 
   const Dwfl_Callbacks* callbacks_;
@@ -52,7 +52,8 @@ class Resolver {
   // Keyed by the string's address inside the mapped debug sections: each distinct string is
   // demangled once per thread, whatever CU or module names it.
   std::unordered_map<const char*, std::string> names_;
-  // Functions without a linkage name (static, anonymous namespace, C), by their DIE.
+  // Functions without a linkage name (static, anonymous namespace, C, constructors), by the DIE
+  // of the out-of-line function or, for inlined copies, by the DIE that has the name.
   std::unordered_map<const void*, std::string> unlinked_;
 };
 

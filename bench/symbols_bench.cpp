@@ -1,0 +1,159 @@
+// symbols_bench: how fast the symbolizer resolves a large batch of unique addresses.
+//
+//   symbols_bench [--count N] [--threads T] [--dump DIR] FILE...
+//
+// Takes N unique addresses (default 400 000), evenly spaced over the executable PT_LOAD
+// segments of the given ELF files (every k-th byte: instruction-ish, like return addresses),
+// each file placed at a load bias of its own as the recorder would see it, and times one
+// resolveAll(). Without files it uses its own executable. Prints unique addresses/s and the share
+// of addresses with a function and with a source line.
+//
+// --dump DIR writes, per file, DIR/N.path (the file) and DIR/N.addr (the addresses minus one, as
+// file addresses: what the symbolizer looks up), so a peer can be timed on the same work
+// (bench/run_symbols_bench.sh does).
+#include <elf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "heapman/replay/symbolizer.h"
+
+using heapman::log::ModuleLoad;
+using heapman::replay::Symbolizer;
+using heapman::replay::SymbolizerOptions;
+
+namespace {
+
+// The recorder's view of FILE at load bias `base`: PT_LOAD segments and the GNU build id.
+bool describe(const std::string& path, uint64_t base, ModuleLoad& m) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0 ||
+      bytes[EI_CLASS] != ELFCLASS64)
+    return false;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, bytes.data(), sizeof eh);
+  m = {};
+  m.path = path;
+  m.base = eh.e_type == ET_DYN ? base : 0;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    uint64_t off = eh.e_phoff + uint64_t{i} * eh.e_phentsize;
+    if (off + sizeof ph > bytes.size()) return false;
+    std::memcpy(&ph, bytes.data() + off, sizeof ph);
+    if (ph.p_type == PT_LOAD) {
+      m.segments.push_back({ph.p_vaddr, ph.p_memsz, ph.p_flags});
+      lo = std::min<uint64_t>(lo, ph.p_vaddr);
+      hi = std::max<uint64_t>(hi, ph.p_vaddr + ph.p_memsz);
+    } else if (ph.p_type == PT_NOTE && ph.p_offset + ph.p_filesz <= bytes.size()) {
+      const char* p = bytes.data() + ph.p_offset;
+      const char* end = p + ph.p_filesz;
+      while (p + sizeof(Elf64_Nhdr) <= end) {
+        Elf64_Nhdr nh;
+        std::memcpy(&nh, p, sizeof nh);
+        const char* name = p + sizeof nh;
+        const char* desc = name + ((nh.n_namesz + 3) & ~3u);
+        const char* next = desc + ((nh.n_descsz + 3) & ~3u);
+        if (next > end) break;
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+          m.buildId.assign(desc, desc + nh.n_descsz);
+        p = next;
+      }
+    }
+  }
+  m.size = hi > lo ? hi - lo : 0;
+  return !m.segments.empty();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t count = 400000;
+  unsigned threads = 0;
+  std::string dump;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--count" && i + 1 < argc) count = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--threads" && i + 1 < argc) threads = static_cast<unsigned>(std::atoi(argv[++i]));
+    else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    else if (!a.empty() && a[0] == '-') {
+      std::fprintf(stderr, "usage: symbols_bench [--count N] [--threads T] [--dump DIR] FILE...\n");
+      return 2;
+    } else files.push_back(a);
+  }
+  if (files.empty()) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return 1;
+    files.emplace_back(self, static_cast<size_t>(n));
+  }
+
+  std::vector<ModuleLoad> modules;
+  uint64_t codeBytes = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    ModuleLoad m;
+    if (!describe(files[i], 0x7f0000000000ull + (uint64_t{i} << 32), m)) {
+      std::fprintf(stderr, "symbols_bench: %s: not a 64-bit ELF file with segments\n",
+                   files[i].c_str());
+      return 1;
+    }
+    for (const auto& s : m.segments)
+      if (s.flags & PF_X) codeBytes += s.memSize;
+    modules.push_back(std::move(m));
+  }
+  const uint64_t step = std::max<uint64_t>(1, codeBytes / std::max<size_t>(count, 1));
+  std::vector<uint64_t> addresses;
+  std::vector<std::vector<uint64_t>> perModule(modules.size());
+  for (size_t i = 0; i < modules.size() && addresses.size() < count; ++i)
+    for (const auto& s : modules[i].segments)
+      if (s.flags & PF_X)
+        for (uint64_t off = 1; off < s.memSize && addresses.size() < count; off += step) {
+          addresses.push_back(modules[i].base + s.vaddr + off);
+          perModule[i].push_back(s.vaddr + off - 1);
+        }
+
+  if (!dump.empty()) {
+    for (size_t i = 0; i < modules.size(); ++i) {
+      std::ofstream(dump + "/" + std::to_string(i) + ".path") << modules[i].path << "\n";
+      std::ofstream out(dump + "/" + std::to_string(i) + ".addr");
+      for (uint64_t a : perModule[i]) out << "0x" << std::hex << a << "\n";
+    }
+  }
+
+  SymbolizerOptions options;
+  options.threads = threads;
+  Symbolizer sym(options);
+  for (const ModuleLoad& m : modules) sym.addModule(m);
+  auto t0 = std::chrono::steady_clock::now();
+  sym.resolveAll(addresses);
+  auto t1 = std::chrono::steady_clock::now();
+  double s = std::chrono::duration<double>(t1 - t0).count();
+  Symbolizer::Stats st = sym.stats();
+  size_t frames = 0;
+  for (uint64_t a : addresses) frames += sym.lookup(a)->frames.size();
+
+  std::printf("files %zu, code %.1f MiB, every %llu bytes: %llu unique addresses, threads %u\n",
+              modules.size(), static_cast<double>(codeBytes) / (1 << 20),
+              static_cast<unsigned long long>(step), static_cast<unsigned long long>(st.resolved),
+              threads);
+  for (size_t i = 0; i < modules.size(); ++i)
+    std::printf("  %8zu  %s\n", perModule[i].size(), modules[i].path.c_str());
+  std::printf("resolveAll: %.3f s, %.0f unique addresses/s\n", s,
+              static_cast<double>(st.resolved) / s);
+  std::printf("with function %.1f%%, with line %.1f%%, frames per address %.2f\n",
+              100.0 * static_cast<double>(st.withFunction) / static_cast<double>(st.resolved),
+              100.0 * static_cast<double>(st.withLine) / static_cast<double>(st.resolved),
+              static_cast<double>(frames) / static_cast<double>(st.resolved));
+  return 0;
+}
