@@ -16,5 +16,6 @@ inline constexpr int kExitUsage = 2;     // wrong arguments
 
 int runInfo(const Args& args);
 int runVerify(const Args& args);
+int runShell(const Args& args);  // shell.cpp
 
 }  // namespace heapman::cli

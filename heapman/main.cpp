@@ -1,12 +1,18 @@
 // heapman: explore HeapMan transaction logs.
 //   heapman info LOG [--json]     header, record counts, GCs, events, complete or truncated
 //   heapman verify LOG            every checksum and record; non-zero exit at the first bad chunk
+//   heapman VERB LOG [options]    replay verbs (blame, diff, churn, gcs, events, allocs, types,
+//                                 compare, stacks): session.h, one cmd_<verb>.cpp each
+//   heapman LOG | heapman shell [LOG]   the interactive shell (shell.cpp)
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 
 #include "commands.h"
+#include "session.h"
 
 namespace {
 
@@ -19,14 +25,25 @@ struct Verb {
 constexpr Verb kVerbs[] = {
     {"info", heapman::cli::runInfo, "summarize a log: header, record counts, GCs, custom events"},
     {"verify", heapman::cli::runVerify, "check every chunk of a log; exit 1 naming the first bad one"},
+    {"shell", heapman::cli::runShell, "interactive shell on a log (also: heapman LOG)"},
 };
 
 void usage(FILE* out) {
   std::fprintf(out,
-               "usage: heapman VERB [options] LOG\n\n"
+               "usage: heapman VERB [options] LOG\n"
+               "       heapman LOG            (interactive shell)\n\n"
                "verbs:\n");
   for (const Verb& v : kVerbs) std::fprintf(out, "  %-8s %s\n", v.name, v.summary);
-  std::fprintf(out, "\n'heapman VERB --help' shows a verb's options.\n");
+  for (const auto& v : heapman::cli::replayVerbs())
+    std::fprintf(out, "  %-8s %s\n", v.name, v.summary);
+  std::fprintf(out,
+               "\npoints: start, end, gc:N, NAME#K (K-th custom event NAME), NAME, frame:F, seq:S\n"
+               "'heapman VERB --help' shows a verb's options.\n");
+}
+
+bool isFile(const char* p) {
+  struct stat st;
+  return ::stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 }  // namespace
@@ -54,6 +71,11 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "heapman %s: %s\n", v.name, e.what());
       return heapman::cli::kExitBadLog;
     }
+  }
+  if (const auto* v = heapman::cli::findReplayVerb(verb)) return heapman::cli::runOneShot(*v, args);
+  if (isFile(argv[1])) {
+    heapman::cli::Args shellArgs(argv + 1, argv + argc);
+    return heapman::cli::runShell(shellArgs);
   }
   std::fprintf(stderr, "heapman: unknown verb '%s'\n\n", verb.c_str());
   usage(stderr);

@@ -1,0 +1,48 @@
+// heapman compare LOG OTHER_LOG [--at POINT] [--at-b POINT]: two runs or two builds of one level,
+// per blame function and per type (A = LOG, B = OTHER_LOG).
+#include "session.h"
+
+namespace heapman::cli {
+
+Table compareTable(const char* name, const char* key, const std::vector<replay::DiffRow>& rows,
+                   bool withSite);
+
+namespace {
+
+void options(po::options_description& o, po::positional_options_description& pos) {
+  o.add_options()("other", po::value<std::string>(), "the log to compare with (B)")(
+      "at", po::value<std::string>(), "point in both logs (default: end)")(
+      "at-b", po::value<std::string>(), "point in the other log (default: --at)")(
+      "by", po::value<std::string>()->default_value("functions"), "table for CSV: functions | types");
+  pos.add("other", 1);
+  addQueryOptions(o);
+}
+
+int run(Session& s, const po::variables_map& vm) {
+  if (!vm.count("other")) throw UsageError("no other log to compare with");
+  replay::Exclusions ex = exclusionsOf(vm);
+  auto other = Session::open(vm["other"].as<std::string>(), !vm.count("no-symbols"));
+  uint64_t pa = pointOf(s, vm, "at", "end");
+  uint64_t pb = vm.count("at-b") ? pointOf(*other, vm, "at-b") : pointOf(*other, vm, "at", "end");
+  replay::Attribution aa(s.replay->tables(), *s.namer, ex);
+  replay::Attribution ab(other->replay->tables(), *other->namer, ex);
+  replay::DiffResult d =
+      replay::compareLogs(*s.replay, aa, pa, *other->replay, ab, pb, sortOf(vm), topOf(vm));
+  Report r;
+  r.query = "compare";
+  r.meta = {{"a", d.from}, {"b", d.to}};
+  r.warnings = d.warnings;
+  r.tables.push_back(compareTable("functions", "function", d.functions, true));
+  r.tables.push_back(compareTable("types", "type", d.types, false));
+  OutputOptions o = outputOptions(vm);
+  o.csvTable = vm["by"].as<std::string>();
+  emit(r, o);
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const ReplayVerb kCompareVerb{"compare", "OTHER_LOG [--at POINT] [--at-b POINT]",
+                                     "blame and per-type deltas between two logs", options, run};
+
+}  // namespace heapman::cli

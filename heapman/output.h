@@ -1,0 +1,53 @@
+// Output of the replay verbs: aligned tables for people, CSV (RFC 4180, header row) and JSON for
+// tools. A Report is a few header lines, warnings and one or more named tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace heapman::cli {
+
+struct Column {
+  std::string name;      // header; JSON key (lower-cased, spaces -> '_')
+  bool numeric = false;  // right-aligned; a JSON number
+};
+
+struct Table {
+  std::string name;  // JSON key of the rows, CSV selector ("functions", "types", ...)
+  std::vector<Column> columns;
+  std::vector<std::vector<std::string>> rows;
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+};
+
+struct Report {
+  std::string query;
+  std::vector<std::pair<std::string, std::string>> meta;  // shown as "key  value" lines
+  std::vector<std::string> warnings;
+  std::vector<Table> tables;
+};
+
+struct OutputOptions {
+  std::string csv, json;  // file or "-"; empty: none
+  std::string csvTable;   // which table goes to CSV; empty: the first
+};
+
+void addOutputOptions(boost::program_options::options_description& opts);
+OutputOptions outputOptions(const boost::program_options::variables_map& vm);
+
+// Writes the report: tables to stdout unless CSV or JSON go there; CSV and JSON where asked.
+// Throws std::runtime_error when a file cannot be written.
+void emit(const Report& r, const OutputOptions& o);
+
+std::string textTable(const Table& t);
+std::string csvTable(const Table& t);
+std::string csvField(const std::string& s);
+std::string jsonRows(const Table& t);
+
+std::string num(uint64_t v);
+std::string snum(int64_t v);  // with a sign: +12, -3, 0
+std::string percent(double share);
+
+}  // namespace heapman::cli

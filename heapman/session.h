@@ -1,0 +1,81 @@
+// A log opened for the replay verbs: the Replay with its index, the frame names (symbolized once
+// per session), and the plumbing every replay verb shares: options, points, exclusions, progress.
+// One-shot verbs open a Session for one command; the shell keeps one between commands.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "heapman/replay/frames.h"
+#include "heapman/replay/queries.h"
+#include "heapman/replay/replay.h"
+#include "options.h"
+#include "output.h"
+
+namespace heapman::cli {
+
+// A progress bar on stderr for steps longer than half a second, only when stderr is a terminal.
+class ProgressBar {
+ public:
+  ProgressBar() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  void restart(std::string label);
+  void finish();  // erases the bar
+  void operator()(uint64_t done, uint64_t total);
+
+ private:
+  std::string label_;
+  bool tty_;
+  bool drawn_ = false;
+  double last_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+struct Session {
+  std::string path;
+  std::unique_ptr<replay::Replay> replay;
+  std::unique_ptr<replay::FrameNamer> namer;
+  std::shared_ptr<ProgressBar> progress;
+
+  // Opens a log and its index (building it with a progress bar when needed). Throws.
+  static std::unique_ptr<Session> open(const std::string& path, bool symbolize);
+};
+
+// A replay verb: its options, and what it does with an open session.
+struct ReplayVerb {
+  const char* name;
+  const char* synopsis;  // after "heapman NAME LOG" (one-shot) or "NAME" (shell)
+  const char* summary;
+  void (*options)(po::options_description&, po::positional_options_description&);
+  int (*run)(Session&, const po::variables_map&);
+};
+
+const std::vector<ReplayVerb>& replayVerbs();
+const ReplayVerb* findReplayVerb(const std::string& name);
+
+// heapman VERB LOG [options]: parses, opens the log, runs. Returns the exit code.
+int runOneShot(const ReplayVerb& v, const Args& args);
+// VERB [options] inside the shell, on its open session.
+int runInSession(const ReplayVerb& v, Session& s, const Args& args);
+
+// The shell: heapman LOG / heapman shell LOG.
+int runShell(const Args& args);
+
+// Shared options and helpers for the verbs.
+void addQueryOptions(po::options_description& opts);  // --sort, --top, exclusions, output
+replay::SortBy sortOf(const po::variables_map& vm, replay::SortBy dflt = replay::SortBy::kBytes);
+size_t topOf(const po::variables_map& vm);
+replay::Exclusions exclusionsOf(const po::variables_map& vm);
+std::string defaultExclusionFile();  // ../share/heapman next to the binary, or the source copy
+uint64_t pointOf(Session& s, const po::variables_map& vm, const char* option,
+                 const char* dflt = nullptr);
+
+// Thrown for bad input to a verb (exit code kExitUsage, the shell keeps running).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace heapman::cli

@@ -1,0 +1,100 @@
+// Names for the frames of a log's stacks, and the blame attribution of a stack.
+//
+// FrameNamer: native frames through the Symbolizer (DWARF, demangled, file:line, inlined frames
+// expanded innermost first), resolved in one batch per query (prepare()); managed frames from the
+// log's MethodDefs; frames nothing knows as module+0xoffset or 0xaddress, never an error.
+//
+// Exclusions: the leaf-exclusion list (ECMAScript regexes, one a line, '#' comments). A source
+// frame is excluded when a regex matches anywhere in its function name or in its module's file
+// name.
+//
+// Attribution: charges a stack to its first source frame, from the leaf, that no exclusion
+// matches (every frame excluded: the leaf; the empty stack: "(no stack)"). Sites are identified by
+// (function, module); cached per stack id.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "heapman/replay/replay.h"
+
+namespace heapman::replay {
+
+class Symbolizer;
+
+struct NamedFrame {
+  std::string function;  // demangled name, method name, or module+0xoffset / 0xaddress
+  std::string module;    // file name of the module ("[managed]" for managed frames; "" unknown)
+  std::string file;      // source file; "" unknown
+  uint32_t line = 0;
+  std::string location() const;  // "file:line", "file", or ""
+};
+
+class FrameNamer {
+ public:
+  // symbolize = false: no DWARF lookups (module+offset names only).
+  FrameNamer(const LogTables& tables, bool symbolize = true);
+  ~FrameNamer();
+  FrameNamer(const FrameNamer&) = delete;
+  FrameNamer& operator=(const FrameNamer&) = delete;
+
+  // Resolves the native frames of these stacks in one batch (cheap for frames already known).
+  void prepare(const std::vector<uint32_t>& stackIds);
+  // The source frames of one stack node, innermost first; at least one.
+  const std::vector<NamedFrame>& frames(uint32_t nodeId);
+  bool symbolizing() const;
+
+ private:
+  const LogTables& t_;
+  std::unique_ptr<Symbolizer> sym_;
+  std::unordered_map<uint32_t, std::vector<NamedFrame>> cache_;
+  std::vector<NamedFrame> nativeFallback(uint64_t address) const;
+};
+
+class Exclusions {
+ public:
+  // Reads a file; throws ReplayError "FILE:LINE: bad regex 'R': why" or "cannot read FILE".
+  static Exclusions fromFile(const std::string& path);
+  // Adds one regex; `where` names it in errors ("--exclude-add").
+  void add(const std::string& regex, const std::string& where);
+  bool excluded(const NamedFrame& f) const;
+  size_t size() const { return res_.size(); }
+  const std::vector<std::string>& patterns() const { return texts_; }
+
+ private:
+  std::vector<std::regex> res_;
+  std::vector<std::string> texts_;
+};
+
+struct Site {
+  std::string function, module, location;
+};
+
+class Attribution {
+ public:
+  Attribution(const LogTables& tables, FrameNamer& namer, const Exclusions& exclusions);
+  // Symbolizes the stacks of these infos in one batch (call before siteOf for them).
+  void prepareInfos(const std::vector<uint32_t>& infoIds);
+  // The site a stack is charged to: an index into sites().
+  uint32_t siteOf(uint32_t stackId);
+  const Site& site(uint32_t id) const { return sites_[id]; }
+  size_t siteCount() const { return sites_.size(); }
+  FrameNamer& namer() { return namer_; }
+  const LogTables& tables() const { return t_; }
+  // Root-first names of a stack's source frames ("main;Game::update;malloc").
+  std::string folded(uint32_t stackId);
+
+ private:
+  const LogTables& t_;
+  FrameNamer& namer_;
+  const Exclusions& ex_;
+  std::vector<Site> sites_;
+  std::unordered_map<std::string, uint32_t> siteIds_;
+  std::unordered_map<uint32_t, uint32_t> byStack_;
+};
+
+}  // namespace heapman::replay

@@ -1,0 +1,78 @@
+// Churn: per charged site, what was allocated in a range and what died in it (collected by GCs,
+// or freed explicitly): which functions make the most garbage.
+#include <algorithm>
+
+#include "heapman/replay/queries.h"
+
+namespace heapman::replay {
+
+namespace {
+
+struct DeathCounter : Observer {
+  const std::vector<AllocInfo>& infos;
+  InfoCounts births, collected, freed;
+  explicit DeathCounter(const std::vector<AllocInfo>& i) : infos(i) {}
+  void born(const LiveObject& o) override {
+    births.add(o.info(), 1, infos[o.info()].size);
+  }
+  void died(const LiveObject& o, Death how, uint64_t) override {
+    (how == Death::kCollected ? collected : freed).add(o.info(), 1, infos[o.info()].size);
+  }
+};
+
+}  // namespace
+
+ChurnResult churn(Replay& r, Attribution& a, uint64_t from, uint64_t to, SortBy sort, size_t top) {
+  if (to < from)
+    throw ReplayError("the range ends (" + r.describe(to) + ") before it starts (" +
+                      r.describe(from) + ")");
+  ChurnResult out;
+  out.from = r.describe(from);
+  out.to = r.describe(to);
+  out.warnings = warnings(r);
+  const LogTables& t = r.tables();
+  r.seek(from);
+  DeathCounter c(t.infos);
+  r.seek(to, &c);
+  std::vector<uint32_t> ids;
+  size_t n = std::max({c.births.objects.size(), c.collected.objects.size(), c.freed.objects.size()});
+  for (InfoCounts* x : {&c.births, &c.collected, &c.freed}) x->objects.resize(n), x->bytes.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    if (c.births.objects[i] || c.collected.objects[i] || c.freed.objects[i])
+      ids.push_back(static_cast<uint32_t>(i));
+  a.prepareInfos(ids);
+  std::vector<ChurnRow> rows;
+  std::vector<int64_t> rowOfSite;
+  for (uint32_t i : ids) {
+    uint32_t s = a.siteOf(t.infos[i].stackId);
+    if (s >= rowOfSite.size()) rowOfSite.resize(s + 1, -1);
+    if (rowOfSite[s] < 0) {
+      rowOfSite[s] = static_cast<int64_t>(rows.size());
+      rows.push_back(ChurnRow{a.site(s)});
+    }
+    ChurnRow& row = rows[static_cast<size_t>(rowOfSite[s])];
+    row.allocatedObjects += c.births.objects[i];
+    row.allocatedBytes += c.births.bytes[i];
+    row.collectedObjects += c.collected.objects[i];
+    row.collectedBytes += c.collected.bytes[i];
+    row.freedObjects += c.freed.objects[i];
+    row.freedBytes += c.freed.bytes[i];
+    out.collectedObjects += c.collected.objects[i];
+    out.collectedBytes += c.collected.bytes[i];
+    out.freedObjects += c.freed.objects[i];
+    out.freedBytes += c.freed.bytes[i];
+  }
+  std::sort(rows.begin(), rows.end(), [&](const ChurnRow& x, const ChurnRow& y) {
+    if (sort == SortBy::kBytes && x.garbageBytes() != y.garbageBytes())
+      return x.garbageBytes() > y.garbageBytes();
+    if (sort == SortBy::kObjects && x.garbageObjects() != y.garbageObjects())
+      return x.garbageObjects() > y.garbageObjects();
+    return x.site.function != y.site.function ? x.site.function < y.site.function
+                                              : x.site.module < y.site.module;
+  });
+  if (top && rows.size() > top) rows.resize(top);
+  out.rows = std::move(rows);
+  return out;
+}
+
+}  // namespace heapman::replay

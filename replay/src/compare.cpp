@@ -1,0 +1,46 @@
+// Two logs (two runs or two builds of one level): blame and per-type deltas between them. Sites
+// match by function name and module file name, so runs with different load addresses compare.
+#include <map>
+
+#include "heapman/replay/queries.h"
+
+namespace heapman::replay {
+
+DiffResult compareLogs(Replay& ra, Attribution& aa, uint64_t pa, Replay& rb, Attribution& ab,
+                       uint64_t pb, SortBy sort, size_t top) {
+  DiffResult out;
+  out.from = ra.reader().name() + "@" + ra.describe(pa);
+  out.to = rb.reader().name() + "@" + rb.describe(pb);
+  for (const auto& w : warnings(ra)) out.warnings.push_back(ra.reader().name() + ": " + w);
+  for (const auto& w : warnings(rb)) out.warnings.push_back(rb.reader().name() + ": " + w);
+  std::map<std::string, DiffRow> functions, types;
+  for (int side = 0; side < 2; ++side) {
+    Replay& r = side ? rb : ra;
+    Attribution& a = side ? ab : aa;
+    r.seek(side ? pb : pa);
+    InfoCounts c = countLive(r);
+    std::vector<uint32_t> ids = c.ids();
+    a.prepareInfos(ids);
+    const LogTables& t = r.tables();
+    for (uint32_t i : ids) {
+      const AllocInfo& info = t.infos[i];
+      const Site& s = a.site(a.siteOf(info.stackId));
+      DiffRow& f = functions[s.function + '\0' + s.module];
+      if (f.name.empty()) f.name = s.function, f.module = s.module, f.location = s.location;
+      std::string tl = typeLabel(t, info);
+      DiffRow& ty = types[tl];
+      ty.name = tl;
+      for (DiffRow* row : {&f, &ty}) {
+        (side ? row->objectsB : row->objectsA) += c.objects[i];
+        (side ? row->bytesB : row->bytesA) += c.bytes[i];
+      }
+    }
+  }
+  for (auto& [k, row] : functions) out.functions.push_back(row);
+  for (auto& [k, row] : types) out.types.push_back(row);
+  sortDiffRows(out.functions, sort, top);
+  sortDiffRows(out.types, sort, top);
+  return out;
+}
+
+}  // namespace heapman::replay

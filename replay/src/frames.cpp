@@ -1,0 +1,201 @@
+#include "heapman/replay/frames.h"
+
+#include <algorithm>
+#include <fstream>
+#include <unordered_set>
+
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+#include "heapman/replay/symbolizer.h"
+#else
+namespace heapman::replay {
+class Symbolizer {};
+}  // namespace heapman::replay
+#endif
+
+namespace heapman::replay {
+
+namespace {
+
+std::string baseName(const std::string& path) {
+  size_t s = path.rfind('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+}  // namespace
+
+std::string NamedFrame::location() const {
+  if (file.empty()) return "";
+  return line ? file + ":" + std::to_string(line) : file;
+}
+
+// ---- FrameNamer ---------------------------------------------------------------------------------
+
+FrameNamer::FrameNamer(const LogTables& tables, bool symbolize) : t_(tables) {
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  if (symbolize) {
+    sym_ = std::make_unique<Symbolizer>();
+    for (const log::ModuleLoad& m : t_.modules) sym_->addModule(m);
+  }
+#else
+  (void)symbolize;
+#endif
+}
+
+FrameNamer::~FrameNamer() = default;
+
+bool FrameNamer::symbolizing() const { return sym_ != nullptr; }
+
+void FrameNamer::prepare(const std::vector<uint32_t>& stackIds) {
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  if (!sym_) return;
+  std::unordered_set<uint64_t> seen;
+  std::vector<uint64_t> addresses;
+  std::unordered_set<uint32_t> nodes;
+  for (uint32_t s : stackIds) {
+    for (uint32_t id = s; id != 0 && id < t_.stacks.size(); id = t_.stacks[id].parent) {
+      if (!nodes.insert(id).second) break;  // the rest of this chain is known
+      const StackNodeDef& n = t_.stacks[id];
+      if (!n.managed && !cache_.count(id) && seen.insert(n.frame).second)
+        addresses.push_back(n.frame);
+    }
+  }
+  if (!addresses.empty()) sym_->resolveAll(addresses);
+#else
+  (void)stackIds;
+#endif
+}
+
+std::vector<NamedFrame> FrameNamer::nativeFallback(uint64_t address) const {
+  // The last module loaded over the address, as the Symbolizer would pick it.
+  for (auto it = t_.modules.rbegin(); it != t_.modules.rend(); ++it) {
+    if (address >= it->base && address - it->base < it->size) {
+      std::string mod = baseName(it->path);
+      return {NamedFrame{mod + "+" + hex(address - it->base), mod, "", 0}};
+    }
+  }
+  return {NamedFrame{hex(address), "", "", 0}};
+}
+
+const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
+  auto it = cache_.find(nodeId);
+  if (it != cache_.end()) return it->second;
+  std::vector<NamedFrame> out;
+  if (nodeId >= t_.stacks.size() || !t_.stacks[nodeId].defined) {
+    out.push_back({"stack#" + std::to_string(nodeId), "", "", 0});
+  } else if (const StackNodeDef& n = t_.stacks[nodeId]; n.managed) {
+    auto m = t_.methods.find(static_cast<uint32_t>(n.frame));
+    out.push_back({m != t_.methods.end() ? m->second : "method#" + std::to_string(n.frame),
+                   "[managed]", "", 0});
+  } else {
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+    if (sym_) {
+      const Symbolized& s = sym_->resolve(n.frame);
+      std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
+                            ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)
+                            : "";
+      for (const SourceFrame& f : s.frames)
+        out.push_back({f.function.empty() ? s.label() : f.function, mod, f.file, f.line});
+      if (out.empty()) out.push_back({s.label(), mod, "", 0});
+    }
+#endif
+    if (out.empty()) out = nativeFallback(n.frame);
+  }
+  return cache_.emplace(nodeId, std::move(out)).first->second;
+}
+
+// ---- Exclusions ---------------------------------------------------------------------------------
+
+Exclusions Exclusions::fromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ReplayError("cannot read exclusion file " + path);
+  Exclusions e;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#') continue;
+    size_t end = line.find_last_not_of(" \t\r");
+    e.add(line.substr(b, end - b + 1), path + ":" + std::to_string(n));
+  }
+  return e;
+}
+
+void Exclusions::add(const std::string& regex, const std::string& where) {
+  try {
+    res_.emplace_back(regex, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& err) {
+    throw ReplayError(where + ": bad regex '" + regex + "': " + err.what());
+  }
+  texts_.push_back(regex);
+}
+
+bool Exclusions::excluded(const NamedFrame& f) const {
+  for (const std::regex& r : res_)
+    if (std::regex_search(f.function, r) || (!f.module.empty() && std::regex_search(f.module, r)))
+      return true;
+  return false;
+}
+
+// ---- Attribution --------------------------------------------------------------------------------
+
+Attribution::Attribution(const LogTables& tables, FrameNamer& namer, const Exclusions& exclusions)
+    : t_(tables), namer_(namer), ex_(exclusions) {}
+
+void Attribution::prepareInfos(const std::vector<uint32_t>& infoIds) {
+  std::vector<uint32_t> stacks;
+  std::unordered_set<uint32_t> seen;
+  for (uint32_t i : infoIds)
+    if (i < t_.infos.size() && seen.insert(t_.infos[i].stackId).second)
+      stacks.push_back(t_.infos[i].stackId);
+  namer_.prepare(stacks);
+}
+
+uint32_t Attribution::siteOf(uint32_t stackId) {
+  auto it = byStack_.find(stackId);
+  if (it != byStack_.end()) return it->second;
+  Site s;
+  const NamedFrame* chosen = nullptr;
+  const NamedFrame* leaf = nullptr;
+  for (uint32_t node : t_.stackNodes(stackId)) {
+    for (const NamedFrame& f : namer_.frames(node)) {
+      if (!leaf) leaf = &f;
+      if (!ex_.excluded(f)) {
+        chosen = &f;
+        break;
+      }
+    }
+    if (chosen) break;
+  }
+  if (!chosen) chosen = leaf;
+  if (chosen) {
+    s = {chosen->function, chosen->module, chosen->location()};
+  } else {
+    s = {"(no stack)", "", ""};
+  }
+  std::string key = s.function + '\0' + s.module;
+  auto [k, fresh] = siteIds_.emplace(key, static_cast<uint32_t>(sites_.size()));
+  if (fresh) sites_.push_back(s);
+  byStack_.emplace(stackId, k->second);
+  return k->second;
+}
+
+std::string Attribution::folded(uint32_t stackId) {
+  std::vector<uint32_t> nodes = t_.stackNodes(stackId);
+  std::string out;
+  for (auto n = nodes.rbegin(); n != nodes.rend(); ++n) {
+    const auto& fs = namer_.frames(*n);
+    for (auto f = fs.rbegin(); f != fs.rend(); ++f) {
+      std::string name = f->function;
+      std::replace(name.begin(), name.end(), ';', ':');  // ';' separates frames
+      out += (out.empty() ? "" : ";") + name;
+    }
+  }
+  return out.empty() ? "(no stack)" : out;
+}
+
+}  // namespace heapman::replay
