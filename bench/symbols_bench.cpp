@@ -1,6 +1,6 @@
 // symbols_bench: how fast the symbolizer resolves a large batch of unique addresses.
 //
-//   symbols_bench [--count N] [--threads T] [--dump DIR] FILE...
+//   symbols_bench [--count N] [--threads T] [--dump DIR] [--print] FILE...
 //
 // Takes N unique addresses (default 400 000), evenly spaced over the executable PT_LOAD
 // segments of the given ELF files (every k-th byte: instruction-ish, like return addresses),
@@ -10,7 +10,9 @@
 //
 // --dump DIR writes, per file, DIR/N.path (the file) and DIR/N.addr (the addresses minus one, as
 // file addresses: what the symbolizer looks up), so a peer can be timed on the same work
-// (bench/run_symbols_bench.sh does).
+// (bench/run_symbols_bench.sh does). With --print it also writes DIR/N.ours: the results in
+// `addr2line -a -f -i` form (address line, then function and file:line per frame, innermost
+// first), for comparing answers.
 #include <elf.h>
 #include <unistd.h>
 
@@ -81,14 +83,17 @@ int main(int argc, char** argv) {
   size_t count = 400000;
   unsigned threads = 0;
   std::string dump;
+  bool print = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--count" && i + 1 < argc) count = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--threads" && i + 1 < argc) threads = static_cast<unsigned>(std::atoi(argv[++i]));
     else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+    else if (a == "--print") print = true;
     else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "usage: symbols_bench [--count N] [--threads T] [--dump DIR] FILE...\n");
+      std::fprintf(stderr,
+                   "usage: symbols_bench [--count N] [--threads T] [--dump DIR] [--print] FILE...\n");
       return 2;
     } else files.push_back(a);
   }
@@ -155,5 +160,21 @@ int main(int argc, char** argv) {
               100.0 * static_cast<double>(st.withFunction) / static_cast<double>(st.resolved),
               100.0 * static_cast<double>(st.withLine) / static_cast<double>(st.resolved),
               static_cast<double>(frames) / static_cast<double>(st.resolved));
+
+  if (print && !dump.empty()) {
+    for (size_t i = 0; i < modules.size(); ++i) {
+      std::FILE* out = std::fopen((dump + "/" + std::to_string(i) + ".ours").c_str(), "w");
+      if (!out) return 1;
+      for (uint64_t fileAddress : perModule[i]) {
+        const auto* r = sym.lookup(modules[i].base + fileAddress + 1);
+        std::fprintf(out, "0x%016llx\n", static_cast<unsigned long long>(fileAddress));
+        if (r->frames.empty()) std::fprintf(out, "??\n??:0\n");
+        for (const auto& f : r->frames)
+          std::fprintf(out, "%s\n%s:%u\n", f.function.empty() ? "??" : f.function.c_str(),
+                       f.file.empty() ? "??" : f.file.c_str(), f.line);
+      }
+      std::fclose(out);
+    }
+  }
   return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 namespace heapman::replay::detail {
@@ -280,10 +281,14 @@ const Resolver::Symbol* Resolver::symbolAt(Module& m, uint64_t address) {
 const std::string& Resolver::demangled(const char* name) {
   auto [it, inserted] = names_.try_emplace(name);
   if (inserted) {
+    // Symbol tables carry versions ("fopen@@GLIBC_2.2.5"); DWARF names never contain '@'.
+    const char* at = std::strchr(name, '@');
+    std::string plain = at ? std::string(name, static_cast<size_t>(at - name)) : std::string();
+    const char* mangled = at ? plain.c_str() : name;
     int status = -1;
-    char* d = name[0] == '_' ? abi::__cxa_demangle(name, nullptr, nullptr, &status) : nullptr;
+    char* d = mangled[0] == '_' ? abi::__cxa_demangle(mangled, nullptr, nullptr, &status) : nullptr;
     if (d && status == 0) it->second = d;
-    else it->second = name;
+    else it->second = mangled;
     std::free(d);
   }
   return it->second;
@@ -308,12 +313,10 @@ Dwarf_Die namedDie(const Dwarf_Die& die) {
 
 }  // namespace
 
-std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named) {
+std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named, bool c) {
   const char* name = dwarf_diename(named);
   if (!name) return {};
-  int lang = dwarf_srclang(&cu.cudie);
-  if (lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 || lang == DW_LANG_C11)
-    return name;
+  if (c) return name;
   if (named->cu == cu.cudie.cu) {
     const std::string* prefix = cu.scopeOf(named);
     return prefix ? *prefix + name : name;
@@ -336,10 +339,11 @@ std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named) {
   return out + name;
 }
 
-// Demangled linkage name; else, for an out-of-line function, the symbol that starts at its entry
-// (the symbol table has mangled names where DWARF has none: static and anonymous-namespace
-// functions); else the DWARF name qualified by its namespaces and classes (no parameters: an
-// inlined constructor, say, is "ns::Class::Class").
+// Demangled linkage name; else, for an out-of-line C++ function, the mangled symbol that starts
+// at its entry (the symbol table has mangled names where DWARF has none: static and
+// anonymous-namespace functions); else the DWARF name, in C++ qualified by its namespaces and
+// classes (no parameters: an inlined constructor, say, is "ns::Class::Class"). C functions keep
+// their DWARF name, not an alias the symbol table may list first ("fclose@@GLIBC_2.2.5").
 const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias) {
   CuTable::Node& n = cu.nodes[static_cast<size_t>(node)];
   Dwarf_Attribute attr;
@@ -347,7 +351,9 @@ const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, 
   if (!linkage)
     linkage = dwarf_formstring(dwarf_attr_integrate(&n.die, DW_AT_MIPS_linkage_name, &attr));
   if (linkage) return demangled(linkage);
-  if (n.parent < 0) {
+  int lang = dwarf_srclang(&cu.cudie);
+  bool c = lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 || lang == DW_LANG_C11;
+  if (n.parent < 0 && !c) {
     auto [it, inserted] = unlinked_.try_emplace(n.die.addr);
     if (!inserted) return it->second;
     // At the entry, not at the address looked up: code split off the function ("foo() [clone
@@ -355,17 +361,17 @@ const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, 
     Dwarf_Addr entry = 0;
     if (dwarf_entrypc(&n.die, &entry) != 0) entry = cu.ranges[n.rangesBegin].first;
     const Symbol* s = symbolAt(m, entry + bias);
-    if (s && s->lo == entry + bias) {
+    if (s && s->lo == entry + bias && std::strncmp(s->name, "_Z", 2) == 0) {
       it->second = demangled(s->name);
     } else {
       Dwarf_Die named = namedDie(n.die);
-      it->second = qualifiedName(cu, &named);
+      it->second = qualifiedName(cu, &named, c);
     }
     return it->second;
   }
   Dwarf_Die named = namedDie(n.die);
   auto [it, inserted] = unlinked_.try_emplace(named.addr);
-  if (inserted) it->second = qualifiedName(cu, &named);
+  if (inserted) it->second = qualifiedName(cu, &named, c);
   return it->second;
 }
 
