@@ -6,6 +6,12 @@
 #include <chrono>
 #include <cinttypes>
 #include <limits>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <type_traits>
 
 #include "index_file.h"
@@ -125,7 +131,241 @@ struct StopDecoding {};
 template <class T>
 concept IsEvent = requires(const T& r) { r.ev.seq; };
 
+// One decoded chunk, as compact operations: allocs, frees and reallocs inline, every other record
+// kept aside. Lets chunk k+1 decode on a second thread while chunk k is applied.
+struct Op {
+  uint8_t kind;  // kOpAlloc, kOpFree, kOpRealloc, kOpOther (a = index into Batch::others)
+  uint8_t heap;
+  uint32_t thread;
+  uint32_t stackId, typeId;
+  uint64_t seq, time;
+  uint64_t a, b, size, actual;
+};
+static_assert(sizeof(Op) == 64);
+constexpr uint8_t kOpAlloc = 0, kOpFree = 1, kOpRealloc = 2, kOpOther = 3;
+
+// A block of decoded operations; blocks of one chunk arrive in order, the last with chunkEnd.
+struct Batch {
+  std::vector<Op> ops;
+  std::vector<Record> others;
+  size_t chunk = 0;
+  bool chunkEnd = false;
+  std::exception_ptr error;  // decoding failed here (the last block)
+  void clear() {
+    ops.clear();
+    others.clear();
+    chunkEnd = false;
+    error = nullptr;
+  }
+};
+
+struct Cancelled {};
+
+// The hand-over between the decoding thread and the applying one: a few blocks of a few thousand
+// operations (about 1 MiB in all, so they stay in cache), passed under a mutex per block.
+class BlockPipe {
+ public:
+  static constexpr size_t kBlockOps = 2048;
+  static constexpr size_t kBlocks = 8;
+  BlockPipe() {
+    for (size_t i = 0; i < kBlocks; ++i) {
+      free_.push_back(std::make_unique<Batch>());
+      free_.back()->ops.reserve(kBlockOps);
+    }
+  }
+  // Producer side. Throws Cancelled when the consumer has stopped.
+  std::unique_ptr<Batch> take() {
+    std::unique_lock<std::mutex> l(m_);
+    cv_.wait(l, [&] { return cancel_ || !free_.empty(); });
+    if (cancel_) throw Cancelled{};
+    auto b = std::move(free_.back());
+    free_.pop_back();
+    b->clear();
+    return b;
+  }
+  void put(std::unique_ptr<Batch> b) {
+    std::lock_guard<std::mutex> l(m_);
+    full_.push_back(std::move(b));
+    cv_.notify_all();
+  }
+  void finish() {
+    std::lock_guard<std::mutex> l(m_);
+    done_ = true;
+    cv_.notify_all();
+  }
+  // Consumer side: nullptr at the end.
+  std::unique_ptr<Batch> next() {
+    std::unique_lock<std::mutex> l(m_);
+    cv_.wait(l, [&] { return done_ || !full_.empty(); });
+    if (full_.empty()) return nullptr;
+    auto b = std::move(full_.front());
+    full_.pop_front();
+    return b;
+  }
+  void recycle(std::unique_ptr<Batch> b) {
+    std::lock_guard<std::mutex> l(m_);
+    free_.push_back(std::move(b));
+    cv_.notify_all();
+  }
+  void cancel() {
+    std::lock_guard<std::mutex> l(m_);
+    cancel_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Batch>> free_;
+  std::deque<std::unique_ptr<Batch>> full_;
+  bool cancel_ = false, done_ = false;
+};
+
+struct BatchCollector {
+  BlockPipe& pipe;
+  std::unique_ptr<Batch> cur;
+  void room() {
+    if (cur->ops.size() >= BlockPipe::kBlockOps) {
+      size_t chunk = cur->chunk;
+      pipe.put(std::move(cur));
+      cur = pipe.take();
+      cur->chunk = chunk;
+    }
+  }
+  void operator()(const Alloc& r) {
+    room();
+    cur->ops.push_back({kOpAlloc, static_cast<uint8_t>(r.heap), r.ev.thread, r.stackId, r.typeId,
+                        r.ev.seq, r.ev.timeNs, r.address, 0, r.size, r.actualSize});
+  }
+  void operator()(const Free& r) {
+    room();
+    cur->ops.push_back({kOpFree, static_cast<uint8_t>(r.heap), r.ev.thread, 0, 0, r.ev.seq,
+                        r.ev.timeNs, r.address, 0, 0, 0});
+  }
+  void operator()(const Realloc& r) {
+    room();
+    cur->ops.push_back({kOpRealloc, static_cast<uint8_t>(r.heap), r.ev.thread, r.stackId,
+                        r.typeId, r.ev.seq, r.ev.timeNs, r.oldAddress, r.newAddress, r.size,
+                        r.actualSize});
+  }
+  template <class T>
+  void operator()(const T& r) {
+    room();
+    cur->ops.push_back({kOpOther, 0, 0, 0, 0, 0, 0, cur->others.size(), 0, 0, 0});
+    cur->others.emplace_back(r);
+  }
+};
+
+// Feeds a batch to a visitor in record order (the visitor may throw StopDecoding).
+template <class V>
+void replayBatch(const Batch& b, V& v) {
+  for (const Op& op : b.ops) {
+    switch (op.kind) {
+      case kOpAlloc:
+        v(Alloc{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a, op.size,
+                op.actual, op.stackId, op.typeId});
+        break;
+      case kOpFree:
+        v(Free{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a});
+        break;
+      case kOpRealloc:
+        v(Realloc{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a, op.b,
+                  op.size, op.actual, op.stackId, op.typeId});
+        break;
+      default:
+        std::visit(v, b.others[op.a]);
+    }
+  }
+}
+
 }  // namespace
+
+// Runs `Applier`s over record chunks first.. in order. make(k) creates the applier for chunk k;
+// done(k, applier, stopped) takes it back after the chunk (stopped: it threw StopDecoding) and
+// returns false to stop. want(k) says whether chunk k will be needed (the decoder runs ahead only
+// over those). With a second hardware thread, decoding runs on it, a few thousand records ahead
+// of the applying thread; else records go straight from the decoder to the applier.
+template <class Make, class Done, class Want>
+void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
+  const size_t n = recordChunks_.size();
+  if (first >= n) return;
+  static const bool threaded = [] {
+    const char* e = std::getenv("HEAPMAN_REPLAY_THREADS");
+    if (e) return std::atoi(e) > 1;
+    return std::thread::hardware_concurrency() > 1;
+  }();
+  if (!threaded) {
+    std::vector<uint8_t> buf;
+    auto model = std::make_unique<ChunkModel>();
+    for (size_t k = first; k < n; ++k) {
+      auto a = make(k);
+      bool stopped = false;
+      try {
+        reader_.decodeChunk(recordChunks_[k], buf, a, model.get());
+      } catch (const StopDecoding&) {
+        stopped = true;
+      }
+      if (!done(k, a, stopped)) return;
+    }
+    return;
+  }
+  BlockPipe pipe;
+  std::thread producer([&] {
+    std::vector<uint8_t> buf;
+    auto model = std::make_unique<ChunkModel>();
+    BatchCollector c{pipe, nullptr};
+    try {
+      for (size_t k = first; k < n; ++k) {
+        if (k > first && !want(k)) break;
+        c.cur = pipe.take();
+        c.cur->chunk = k;
+        try {
+          reader_.decodeChunk(recordChunks_[k], buf, c, model.get());
+        } catch (const Cancelled&) {
+          throw;
+        } catch (...) {
+          c.cur->error = std::current_exception();
+          pipe.put(std::move(c.cur));
+          break;
+        }
+        c.cur->chunkEnd = true;
+        pipe.put(std::move(c.cur));
+      }
+    } catch (const Cancelled&) {
+    }
+    pipe.finish();
+  });
+  auto stop = [&] {
+    pipe.cancel();
+    while (auto b = pipe.next()) pipe.recycle(std::move(b));  // unblock and drain
+    producer.join();
+  };
+  try {
+    size_t k = first;
+    std::optional<decltype(make(first))> a;
+    a.emplace(make(k));
+    while (auto b = pipe.next()) {
+      if (b->error) std::rethrow_exception(b->error);
+      bool stopped = false;
+      try {
+        replayBatch(*b, *a);
+      } catch (const StopDecoding&) {
+        stopped = true;
+      }
+      bool end = b->chunkEnd;
+      pipe.recycle(std::move(b));
+      if (stopped || end) {
+        if (!done(k, *a, stopped)) break;
+        if (++k >= n) break;
+        a.emplace(make(k));
+      }
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+  stop();
+}
 
 template <bool kBuild>
 struct Replay::Applier {
@@ -415,28 +655,32 @@ void Replay::buildTables(bool withCheckpoints) {
   index_ = std::make_unique<Index>();
   std::unordered_map<uint32_t, size_t> gcIndex;
   std::unordered_map<uint32_t, uint32_t> eventCounts;
-  std::vector<uint8_t> buf;
-  auto model = std::make_unique<ChunkModel>();
   uint64_t sinceCheckpoint = 0;
   bool sawEvent = false;
-  for (size_t k = 0; k < recordChunks_.size(); ++k) {
-    if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0) {
-      position_ = recordChunks_[k].header.firstSeq;
-      chunk_ = k;
-      index_->addCheckpoint(k, position_, live_.size(), serializeState());
-      sinceCheckpoint = 0;
-    }
-    Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
-    a.gcIndex = &gcIndex;
-    a.eventCounts = &eventCounts;
-    a.sawEvent = sawEvent;
-    reader_.decodeChunk(recordChunks_[k], buf, a, model.get());
-    sawEvent = a.sawEvent;
-    sinceCheckpoint += a.applied;
-    stats_.eventsApplied += a.applied;
-    ++stats_.chunksDecoded;
-    if (options_.progress) options_.progress(k + 1, recordChunks_.size());
-  }
+  forEachChunk(
+      0,
+      [&](size_t k) {
+        if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0) {
+          position_ = recordChunks_[k].header.firstSeq;
+          chunk_ = k;
+          index_->addCheckpoint(k, position_, live_.size(), serializeState());
+          sinceCheckpoint = 0;
+        }
+        Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
+        a.gcIndex = &gcIndex;
+        a.eventCounts = &eventCounts;
+        a.sawEvent = sawEvent;
+        return a;
+      },
+      [&](size_t k, Applier<true>& a, bool) {
+        sawEvent = a.sawEvent;
+        sinceCheckpoint += a.applied;
+        stats_.eventsApplied += a.applied;
+        ++stats_.chunksDecoded;
+        if (options_.progress) options_.progress(k + 1, recordChunks_.size());
+        return true;
+      },
+      [](size_t) { return true; });
   if (!sawEvent) tables_.firstSeq = tables_.endSeq = 0;
   std::stable_sort(tables_.gcs.begin(), tables_.gcs.end(),
                    [](const GcRecord& a, const GcRecord& b) { return a.number < b.number; });
@@ -450,29 +694,30 @@ uint32_t Replay::epochOf(uint64_t birthSeq) const {
 // ---- Seeking ----------------------------------------------------------------------------------
 
 void Replay::runForward(uint64_t limit, Observer* observer) {
-  std::vector<uint8_t> buf;
-  auto model = std::make_unique<ChunkModel>();
   uint64_t startChunk = chunk_;
-  while (chunk_ < recordChunks_.size()) {
-    Applier<false> a{*this, limit, observer};
-    a.skip = consumed_;
-    bool stopped = false;
-    try {
-      reader_.decodeChunk(recordChunks_[chunk_], buf, a, model.get());
-    } catch (const StopDecoding&) {
-      stopped = true;
-    }
-    stats_.eventsApplied += a.applied;
-    ++stats_.chunksDecoded;
-    if (stopped) {
-      consumed_ = a.visited;
-      break;
-    }
-    ++chunk_;
-    consumed_ = 0;
-    if (options_.progress && recordChunks_.size() > 64)
-      options_.progress(chunk_ - startChunk, recordChunks_.size() - startChunk);
-  }
+  forEachChunk(
+      chunk_,
+      [&](size_t k) {
+        Applier<false> a{*this, limit, observer};
+        a.skip = k == chunk_ ? consumed_ : 0;
+        return a;
+      },
+      [&](size_t k, Applier<false>& a, bool stopped) {
+        stats_.eventsApplied += a.applied;
+        ++stats_.chunksDecoded;
+        if (stopped) {
+          chunk_ = k;
+          consumed_ = a.visited;
+          return false;
+        }
+        chunk_ = k + 1;
+        consumed_ = 0;
+        if (options_.progress && recordChunks_.size() > 64)
+          options_.progress(chunk_ - startChunk, recordChunks_.size() - startChunk);
+        return true;
+      },
+      // A chunk is needed when the one before it ends below the limit.
+      [&](size_t k) { return recordChunks_[k].header.firstSeq <= limit; });
   position_ = limit;
 }
 

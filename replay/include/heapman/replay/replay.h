@@ -139,7 +139,7 @@ class Observer {
 
 struct ReplayOptions {
   // Events between checkpoints (rounded up to chunk boundaries).
-  uint64_t checkpointEvents = 2'000'000;
+  uint64_t checkpointEvents = 1'000'000;
   // Index file; empty: LOG.hmx next to the log, else $XDG_CACHE_HOME/heapman (~/.cache/heapman)
   // when the log's directory is not writable.
   std::string indexPath;
@@ -212,6 +212,8 @@ class Replay {
   bool writeIndexFile(const std::string& path, std::string* error);
   void resetState();
   void runForward(uint64_t limit, Observer* observer);
+  template <class Make, class Done, class Want>
+  void forEachChunk(size_t first, Make&& make, Done&& done, Want&& want);
   void loadCheckpoint(size_t i);
   std::vector<uint8_t> serializeState() const;
 
