@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # heapman CLI integration test: writes a log with demo_log, then checks `heapman info` (text and
-# JSON, exact counts), `heapman verify`, and the exit codes and messages for damaged or wrong
-# inputs and wrong usage.
+# JSON, exact counts), `heapman verify`, the replay verbs (gcs, events, blame, diff, churn, stacks:
+# exact figures; the index file reused and rebuilt; the shell with piped commands), and the exit
+# codes and messages for damaged or wrong inputs and wrong usage.
 #
 #   cli_tests.sh HEAPMAN DEMO_LOG
 set -euo pipefail
@@ -119,6 +120,58 @@ expect_grep info_text info_text.out '^frames +120$'
 run 0 verify_ok "$HEAPMAN" verify out.hml
 expect_grep verify_ok verify_ok.out '^out\.hml: OK, [0-9]+ chunks, 2093 events verified; complete$'
 
+# --- replay verbs on the good log (exact figures of demo_log's workload) --------------------------
+run 0 gcs_csv "$HEAPMAN" gcs out.hml --csv -
+expect_grep gcs_csv gcs_csv.out '^gc,begin_seq,end_seq,time_ms,heap_before,heap_after,live_objects,live_bytes,collected_objects,collected_bytes,pause_us'
+[[ $(grep -c '^[12],' gcs_csv.out) -eq 2 ]] || fail "gcs --csv: expected 2 GC rows"
+expect_grep gcs_csv gcs_csv.out '^1,1044,1045,[0-9.]+,[0-9]+,[0-9]+,6,1536,15,720,'
+[[ -s out.hml.hmx ]] || fail "no index file out.hml.hmx after the first replay verb"
+run 0 events_csv "$HEAPMAN" events out.hml --csv -
+expect_grep events_csv events_csv.out '^level_end,2,level_end#2,2091,'
+run 0 blame "$HEAPMAN" blame out.hml --at level_end#1 --json -
+python3 - blame.out <<'EOF2' || fail "blame --json: wrong numbers"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["query"] == "blame" and j["point"] == "level_end#1", j
+assert j["live"] == "1536 bytes in 6 objects", j["live"]
+assert sum(r["live_bytes"] for r in j["functions"]) == 1536, j["functions"]
+assert j["warnings"] == [], j["warnings"]
+EOF2
+run 0 diff "$HEAPMAN" diff out.hml --from level_start#2 --to level_end#2 --by types --csv -
+expect_grep diff diff.out '^\(native\),6,1536,12,3072,\+6,\+1536'
+run 0 churn "$HEAPMAN" churn out.hml
+expect_grep churn churn.out '^garbage: +1440 bytes collected \(30 objects\), 96000 bytes freed \(960 objects\)$'
+run 0 stacks "$HEAPMAN" stacks out.hml --at gc:2
+[[ $(awk '{ s += $NF } END { print s }' stacks.out) -eq 3072 ]] || fail "stacks at gc:2 do not add up to 3072 bytes"
+# The index is reused, and rebuilt (said on stderr) when damaged.
+run 0 blame_again "$HEAPMAN" blame out.hml --at level_end#1 --json -
+cmp -s blame.out blame_again.out || fail "blame with the index differs from blame that built it"
+[[ -s blame_again.err ]] && fail "blame with a good index wrote to stderr: $(cat blame_again.err)"
+printf 'garbage' | dd of=out.hml.hmx bs=1 seek=100 conv=notrunc status=none
+run 0 blame_rebuilt "$HEAPMAN" blame out.hml --at level_end#1 --json -
+expect_grep blame_rebuilt blame_rebuilt.err 'index out\.hml\.hmx: corrupt: .*; rebuilding'
+cmp -s blame.out blame_rebuilt.out || fail "blame after rebuilding the index differs"
+# Bad input: named problem, valid range, non-zero exit.
+run 2 blame_badgc "$HEAPMAN" blame out.hml --at gc:9
+expect_grep blame_badgc blame_badgc.err '^heapman blame: unknown GC 9 \(log has GCs 1\.\.2\)$'
+run 2 diff_badevent "$HEAPMAN" diff out.hml --from level_end#3 --to end
+expect_grep diff_badevent diff_badevent.err "event 'level_end' occurs 2 times"
+run 2 blame_badpoint "$HEAPMAN" blame out.hml --at frame:x
+expect_grep blame_badpoint blame_badpoint.err "malformed point 'frame:x'"
+run 2 blame_badsort "$HEAPMAN" blame out.hml --sort size
+expect_grep blame_badsort blame_badsort.err "unknown sort key 'size'"
+run 2 diff_nofrom "$HEAPMAN" diff out.hml --to end
+expect_grep diff_nofrom diff_nofrom.err -- '--from POINT is required'
+run 2 blame_nolog "$HEAPMAN" blame
+expect_grep blame_nolog blame_nolog.err 'no log given'
+# The shell: commands piped in, errors printed, the shell goes on.
+printf 'gcs\nblame --at gc:9\nevents --csv -\nquit\n' >shell.in
+HOME="$PWD" run 0 shell "$HEAPMAN" out.hml <shell.in
+expect_grep shell shell.out '^out\.hml: 2093 events, 2 GCs, 4 custom events, 120 frames'
+expect_grep shell shell.out '^level_end,2,level_end#2,2091,'
+expect_grep shell shell.err 'unknown GC 9 \(log has GCs 1\.\.2\)'
+expect_grep shell .heapman_history '^events --csv -$'
+
 # --- one flipped byte in the middle -------------------------------------------------------------
 cp out.hml flipped.hml
 size=$(stat -c %s out.hml)
@@ -136,6 +189,8 @@ run 1 verify_flipped "$HEAPMAN" verify flipped.hml
 expect_grep verify_flipped verify_flipped.err '^flipped\.hml: FAILED \[[a-z_]+\] chunk [0-9]+ at byte [0-9]+: '
 run 1 info_flipped "$HEAPMAN" info flipped.hml
 expect_grep info_flipped info_flipped.err 'chunk [0-9]+ at byte [0-9]+'
+run 1 blame_flipped "$HEAPMAN" blame flipped.hml
+expect_grep blame_flipped blame_flipped.err '^heapman blame: .*chunk [0-9]+ at byte [0-9]+'
 
 # --- not logs ----------------------------------------------------------------------------------
 : >empty.hml
@@ -166,6 +221,8 @@ assert j["complete"] is False, j["complete"]
 assert "end at byte" in j["truncated_reason"], j["truncated_reason"]
 assert j["file_bytes"] == int(sys.argv[2]), j["file_bytes"]
 ' info_cut_json.out "$((size * 60 / 100))" || fail "info --json on the truncated log"
+run 0 blame_cut "$HEAPMAN" blame cut.hml
+expect_grep blame_cut blame_cut.out '^warning: the log is truncated'
 run 0 verify_cut "$HEAPMAN" verify cut.hml
 expect_grep verify_cut verify_cut.out '^cut\.hml: OK, [0-9]+ chunks, [0-9]+ events verified; truncated: '
 
