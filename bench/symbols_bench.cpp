@@ -23,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -35,31 +34,40 @@ using heapman::replay::SymbolizerOptions;
 
 namespace {
 
+// The bytes [offset, offset + size) of a file; empty when it is shorter.
+std::vector<char> readAt(std::ifstream& in, uint64_t offset, uint64_t size) {
+  std::vector<char> out(size);
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in.read(out.data(), static_cast<std::streamsize>(size))) out.clear();
+  return out;
+}
+
 // The recorder's view of FILE at load bias `base`: PT_LOAD segments and the GNU build id.
 bool describe(const std::string& path, uint64_t base, ModuleLoad& m) {
   std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < sizeof(Elf64_Ehdr) || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0 ||
-      bytes[EI_CLASS] != ELFCLASS64)
+  std::vector<char> head = readAt(in, 0, sizeof(Elf64_Ehdr));
+  if (head.empty() || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0 || head[EI_CLASS] != ELFCLASS64)
     return false;
   Elf64_Ehdr eh;
-  std::memcpy(&eh, bytes.data(), sizeof eh);
+  std::memcpy(&eh, head.data(), sizeof eh);
   m = {};
   m.path = path;
   m.base = eh.e_type == ET_DYN ? base : 0;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    std::vector<char> raw = readAt(in, eh.e_phoff + uint64_t{i} * eh.e_phentsize, sizeof(Elf64_Phdr));
+    if (raw.empty()) return false;
     Elf64_Phdr ph;
-    uint64_t off = eh.e_phoff + uint64_t{i} * eh.e_phentsize;
-    if (off + sizeof ph > bytes.size()) return false;
-    std::memcpy(&ph, bytes.data() + off, sizeof ph);
+    std::memcpy(&ph, raw.data(), sizeof ph);
     if (ph.p_type == PT_LOAD) {
       m.segments.push_back({ph.p_vaddr, ph.p_memsz, ph.p_flags});
       lo = std::min<uint64_t>(lo, ph.p_vaddr);
       hi = std::max<uint64_t>(hi, ph.p_vaddr + ph.p_memsz);
-    } else if (ph.p_type == PT_NOTE && ph.p_offset + ph.p_filesz <= bytes.size()) {
-      const char* p = bytes.data() + ph.p_offset;
-      const char* end = p + ph.p_filesz;
+    } else if (ph.p_type == PT_NOTE) {
+      std::vector<char> notes = readAt(in, ph.p_offset, ph.p_filesz);
+      const char* p = notes.data();
+      const char* end = p + notes.size();
       while (p + sizeof(Elf64_Nhdr) <= end) {
         Elf64_Nhdr nh;
         std::memcpy(&nh, p, sizeof nh);

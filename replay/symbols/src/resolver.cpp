@@ -207,7 +207,10 @@ struct Resolver::Module {
   std::vector<Symbol> symbols;  // sized functions, sorted by lo, globals first at one address
 };
 
-Resolver::Resolver(const Dwfl_Callbacks* callbacks) : callbacks_(callbacks) {}
+// dwfl_begin() sets libelf's global version: done here, on the thread that owns the Symbolizer,
+// not in the workers.
+Resolver::Resolver(const Dwfl_Callbacks* callbacks)
+    : dwfl_(dwfl_begin(callbacks)) {}
 
 Resolver::~Resolver() {
   if (dwfl_) dwfl_end(dwfl_);
@@ -219,7 +222,6 @@ Resolver::Module& Resolver::module(int32_t index, const ModuleFile& file) {
   if (modules_[i]) return *modules_[i];
   modules_[i] = std::make_unique<Module>();
   Module& m = *modules_[i];
-  if (!dwfl_) dwfl_ = dwfl_begin(callbacks_);
   if (!dwfl_) {
     m.problem = std::string("libdw: ") + dwfl_errmsg(-1);
     return m;

@@ -24,7 +24,8 @@ struct ModuleFile {
 
 class Resolver {
  public:
-  // `callbacks` must outlive the resolver (it is shared by all of them).
+  // `callbacks` must outlive the resolver (it is shared by all of them). Construct on the
+  // Symbolizer's thread; afterwards the resolver may move to one worker thread at a time.
   explicit Resolver(const Dwfl_Callbacks* callbacks);
   ~Resolver();
   Resolver(const Resolver&) = delete;
@@ -46,7 +47,6 @@ class Resolver {
   std::string qualifiedName(CuTable& cu, Dwarf_Die* named, bool c);
   const std::string& demangled(const char* name);
 
-  const Dwfl_Callbacks* callbacks_;
   Dwfl* dwfl_ = nullptr;
   std::vector<std::unique_ptr<Module>> modules_;  // by module index
   // Keyed by the string's address inside the mapped debug sections: each distinct string is

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 
@@ -19,9 +20,11 @@ namespace heapman::replay {
 
 namespace {
 
-// Consecutive sorted addresses a worker takes at a time: large enough that a worker stays in a
-// few CUs (whose tables it builds once), small enough to even out the threads' loads.
-constexpr size_t kChunk = 4096;
+// Each worker owns one contiguous region of the sorted addresses and takes it kPiece addresses
+// at a time; when done it helps the others with theirs. Contiguous regions keep every CU's setup
+// (line table, function tree, decompressed debug sections: each worker's own Dwfl does each
+// once) to about one worker.
+constexpr size_t kPiece = 1024;
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -169,17 +172,22 @@ void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
     }
 
     std::vector<Symbolized> results(todo.size());
-    const size_t chunks = (todo.size() + kChunk - 1) / kChunk;
     unsigned want = im.options.threads ? im.options.threads : std::thread::hardware_concurrency();
-    const size_t workers = std::clamp<size_t>(want, 1, chunks);
+    const size_t n = todo.size();
+    const size_t workers = std::clamp<size_t>(want, 1, (n + kPiece - 1) / kPiece);
     for (size_t w = 0; w < workers; ++w) im.resolver(w);  // created here: workers don't allocate shared state
 
-    std::atomic<size_t> next{0};
+    const size_t region = (n + workers - 1) / workers;
+    std::vector<std::atomic<size_t>> cursor(workers);
+    for (size_t w = 0; w < workers; ++w) cursor[w].store(w * region);
     auto work = [&](size_t w) {
       detail::Resolver& r = *im.resolvers[w];
-      for (size_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-        size_t end = std::min(todo.size(), (c + 1) * kChunk);
-        for (size_t k = c * kChunk; k < end; ++k) im.resolveOne(r, todo[k], results[k]);
+      for (size_t i = 0; i < workers; ++i) {  // its own region first, then the others'
+        const size_t v = (w + i) % workers;
+        const size_t end = std::min(n, (v + 1) * region);
+        for (size_t k; (k = cursor[v].fetch_add(kPiece, std::memory_order_relaxed)) < end;) {
+          for (size_t j = k; j < std::min(end, k + kPiece); ++j) im.resolveOne(r, todo[j], results[j]);
+        }
       }
     };
     std::vector<std::thread> threads;
@@ -187,7 +195,7 @@ void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
       try {
         threads.emplace_back(work, w);
       } catch (const std::system_error&) {
-        break;  // fewer threads: the chunks left are taken by those that run
+        break;  // fewer threads: the regions left are taken by those that run
       }
     }
     work(0);

@@ -64,7 +64,8 @@ class Symbolizer {
   Symbolizer& operator=(const Symbolizer&) = delete;
 
   // A module as the log recorded it. A later module whose ranges overlap an earlier one (a
-  // library loaded where an unloaded one was) takes those addresses for itself.
+  // library loaded where an unloaded one was) takes those addresses for itself. Results cached
+  // before the call stay as they were (one answer per address): add the modules first.
   void addModule(const log::ModuleLoad& module);
   const std::vector<log::ModuleLoad>& modules() const;
 
