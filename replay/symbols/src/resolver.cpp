@@ -29,6 +29,7 @@ struct Resolver::CuTable {
     uint32_t callLine = 0;
     uint32_t rangesBegin = 0, rangesEnd = 0;  // into ranges
     std::vector<int32_t> children;            // inlined subroutines directly inside
+    const std::string* name = nullptr;        // once known (owned by the Resolver's name maps)
   };
   struct Root {
     uint64_t lo, hi;
@@ -347,6 +348,12 @@ std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named, bool c) {
 // classes (no parameters: an inlined constructor, say, is "ns::Class::Class"). C functions keep
 // their DWARF name, not an alias the symbol table may list first ("fclose@@GLIBC_2.2.5").
 const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias) {
+  CuTable::Node& n = cu.nodes[static_cast<size_t>(node)];
+  if (!n.name) n.name = &lookUpName(m, cu, node, bias);
+  return *n.name;
+}
+
+const std::string& Resolver::lookUpName(Module& m, CuTable& cu, int32_t node, uint64_t bias) {
   CuTable::Node& n = cu.nodes[static_cast<size_t>(node)];
   Dwarf_Attribute attr;
   const char* linkage = dwarf_formstring(dwarf_attr_integrate(&n.die, DW_AT_linkage_name, &attr));

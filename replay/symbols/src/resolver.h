@@ -44,6 +44,7 @@ class Resolver {
   CuTable& cuTable(Module& m, Dwarf_Die* cudie);
   const Symbol* symbolAt(Module& m, uint64_t address);
   const std::string& functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias);
+  const std::string& lookUpName(Module& m, CuTable& cu, int32_t node, uint64_t bias);
   std::string qualifiedName(CuTable& cu, Dwarf_Die* named, bool c);
   const std::string& demangled(const char* name);
 
