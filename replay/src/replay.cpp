@@ -409,6 +409,12 @@ struct Replay::Applier {
 
   void birth(uint64_t address, const AllocInfo& info, uint64_t seq) {
     if (address == 0) return;  // an allocation that failed: nothing lives
+    if (address >= LiveSet::kAddressLimit) {
+      char b[32];
+      std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(address));
+      throw ReplayError(std::string("allocation at ") + b + " (seq " + std::to_string(seq) +
+                        ") is above 2^48: not a user-space address");
+    }
     if (seq > kMaxSeq) throw ReplayError("sequence number " + std::to_string(seq) + " too large");
     uint32_t id = r.dict_->intern(info);
     LiveObject o{address, LiveObject::pack(seq, id)}, old;
@@ -816,7 +822,8 @@ void Replay::loadCheckpoint(size_t i) {
       addr += in.var();
       uint64_t info = in.var();
       uint64_t birth = in.var();
-      if (info >= tables_.infos.size() || birth > kMaxSeq || addr == 0)
+      if (info >= tables_.infos.size() || birth > kMaxSeq || addr == 0 ||
+          addr >= LiveSet::kAddressLimit)
         throw log::CursorOverrun("live object out of range");
       live_.insert(LiveObject{addr, LiveObject::pack(birth, static_cast<uint32_t>(info))}, &dummy);
     }

@@ -86,14 +86,14 @@ TEST_CASE("hand-written log: exact state at each point", "[replay]") {
   CHECK(r.counters().liveBytes == 74);
   r.seek(r.resolve("gc:1"));
   CHECK(r.live().size() == 2);
-  CHECK(r.live().find(0xB0) == nullptr);
+  CHECK_FALSE(r.live().find(0xB0));
   CHECK(r.counters().unknownFrees == 1);
   CHECK(r.counters().unknownCollected == 1);
   CHECK(r.counters().gcEnds == 1);
   r.seek(r.resolve("end"));
   REQUIRE(r.live().size() == 2);
-  const LiveObject* d = r.live().find(0xD0);
-  REQUIRE(d != nullptr);
+  std::optional<LiveObject> d = r.live().find(0xD0);
+  REQUIRE(d);
   CHECK(d->birthSeq() == 8);
   CHECK(r.info(d->info()) == heapman::replay::AllocInfo{HeapKind::kNative, 1, 5, 8, 1, 0});
   CHECK(r.epochOf(d->birthSeq()) == 1);
@@ -344,6 +344,26 @@ TEST_CASE("LiveSet matches a hash map under random inserts and erases", "[replay
     REQUIRE(m.at(o.address) == o.packed);
   });
   CHECK(n == m.size());
+  // Addresses near the 2^48 limit work like any other.
+  LiveSet edge;
+  std::unordered_map<uint64_t, uint64_t> em;
+  for (uint64_t i = 1; i <= 5000; ++i) {
+    uint64_t a = (i % 2) ? LiveSet::kAddressLimit - 16 * i : 16 * i;
+    LiveObject old;
+    REQUIRE_FALSE(edge.insert({a, i}, &old));
+    em[a] = i;
+  }
+  for (uint64_t i = 1; i <= 5000; i += 3) {
+    uint64_t a = (i % 2) ? LiveSet::kAddressLimit - 16 * i : 16 * i;
+    LiveObject out;
+    REQUIRE(edge.erase(a, &out));
+    REQUIRE(out.address == a);
+    REQUIRE(out.packed == i);
+    em.erase(a);
+  }
+  REQUIRE(edge.size() == em.size());
+  edge.forEach([&](const LiveObject& o) { REQUIRE(em.at(o.address) == o.packed); });
+  for (auto& [a, v] : em) REQUIRE(edge.find(a)->packed == v);
   // Bytes per live object at scale: 16-byte slots at a load of 0.7..0.875.
   LiveSet big;
   LiveObject dummy;

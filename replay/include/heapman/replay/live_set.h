@@ -1,19 +1,21 @@
 // LiveSet: the objects alive at one point of a replay, keyed by address.
 //
-// Layout: one open-addressing table of 16-byte slots {address, birthSeq << 24 | info}, Robin Hood
-// ordered with backward-shift deletion, so it stays fast at a load factor of up to 7/8. It grows
+// Layout: one open-addressing table of 16-byte slots {distance << 48 | address, birthSeq << 24 |
+// info}, Robin Hood ordered with backward-shift deletion, so it stays fast at a load factor of up to 7/8. It grows
 // by 5/4 (not 2), which keeps the load between 0.7 and 0.875 once it holds more than a few
 // thousand objects: 18.3-22.9 bytes per live object. Everything else an object has (heap kind,
 // sizes, stack, type, thread) lives once per distinct combination in the replay's AllocInfo
 // dictionary; the GC epoch of birth is derived from birthSeq.
 //
-// Limits: addresses are never 0 (0 marks an empty slot); info ids < 2^24, birth seq < 2^40
+// Limits: addresses are never 0 (0 marks an empty slot) and below 2^48; info ids < 2^24, birth seq < 2^40
 // (checked by the engine). Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <utility>
 
 namespace heapman::replay {
 
@@ -32,6 +34,9 @@ static_assert(sizeof(LiveObject) == 16);
 
 class LiveSet {
  public:
+  // Addresses are user-space pointers: below 2^48 (checked by the engine).
+  static constexpr uint64_t kAddressLimit = uint64_t{1} << 48;
+
   LiveSet() { rebuild(kMinCapacity); }
   LiveSet(const LiveSet& o) { *this = o; }
   LiveSet& operator=(const LiveSet& o) {
@@ -55,73 +60,70 @@ class LiveSet {
     if (n * 8 > capacity_ * 7) regrow(n * 8 / 7 + 1);
   }
 
-  // Inserts or replaces. Returns true when an object at that address was already live (the old
-  // one is overwritten and returned in *replaced).
+  // Inserts or replaces (precondition: 0 < obj.address < kAddressLimit). Returns true when an
+  // object at that address was already live (overwritten, and returned in *replaced).
   bool insert(LiveObject obj, LiveObject* replaced) {
     if ((size_ + 1) * 8 > capacity_ * 7) regrow(capacity_ + capacity_ / 4 + 1);
-    size_t i = home(obj.address);
-    size_t dist = 0;
+    uint64_t want = obj.address;
+    size_t i = home(want);
+    uint64_t dist = 0;
     for (;;) {
       LiveObject& s = slots_[i];
       if (s.address == 0) {
-        s = obj;
+        s = {want | dist << kDistShift, obj.packed};
         ++size_;
         return false;
       }
-      if (s.address == obj.address) {
-        *replaced = s;
-        s = obj;
+      if ((s.address & kAddressMask) == want) {
+        *replaced = {want, s.packed};
+        s.packed = obj.packed;
         return true;
       }
-      size_t sd = distance(s.address, i);
-      if (sd < dist) {  // Robin Hood: the richer element moves on
-        LiveObject t = s;
-        s = obj;
-        obj = t;
-        dist = sd;
-        // From here the displaced element is unique: no further equality possible.
-        for (;;) {
-          i = next(i);
-          ++dist;
-          LiveObject& u = slots_[i];
-          if (u.address == 0) {
-            u = obj;
-            ++size_;
-            return false;
-          }
-          size_t ud = distance(u.address, i);
-          if (ud < dist) {
-            LiveObject t2 = u;
-            u = obj;
-            obj = t2;
-            dist = ud;
-          }
-        }
-      }
+      uint64_t sd = s.address >> kDistShift;
+      if (sd < dist) break;  // Robin Hood: the richer element moves on
       i = next(i);
       ++dist;
+    }
+    // obj takes slot i; carry the displaced ones forward (none of them equals obj).
+    LiveObject carry = {want | dist << kDistShift, obj.packed};
+    for (;;) {
+      LiveObject& s = slots_[i];
+      if (s.address == 0) {
+        s = carry;
+        ++size_;
+        return false;
+      }
+      uint64_t sd = s.address >> kDistShift;
+      if (sd < (carry.address >> kDistShift)) std::swap(s, carry);
+      i = next(i);
+      if ((carry.address >> kDistShift) + 1 >= kMaxDist) {  // pathological: grow and retry
+        LiveObject dummy;
+        regrow(capacity_ * 2);
+        insert({carry.address & kAddressMask, carry.packed}, &dummy);
+        return false;
+      }
+      carry.address += uint64_t{1} << kDistShift;
     }
   }
 
   // Removes the object at address; false when none is live there.
   bool erase(uint64_t address, LiveObject* out) {
     size_t i = home(address);
-    size_t dist = 0;
+    uint64_t dist = 0;
     for (;;) {
-      LiveObject& s = slots_[i];
-      if (s.address == 0) return false;
-      if (s.address == address) break;
-      if (distance(s.address, i) < dist) return false;
+      const LiveObject& s = slots_[i];
+      if (s.address == 0 || (s.address >> kDistShift) < dist) return false;
+      if ((s.address & kAddressMask) == address) break;
       i = next(i);
       ++dist;
     }
-    *out = slots_[i];
+    *out = {address, slots_[i].packed};
     // Backward shift: pull the following displaced elements one slot closer to home.
     for (;;) {
       size_t j = next(i);
-      LiveObject& n = slots_[j];
-      if (n.address == 0 || distance(n.address, j) == 0) break;
-      slots_[i] = n;
+      const LiveObject& n = slots_[j];
+      if (n.address >> kDistShift == 0) break;  // empty (0) or at home
+      slots_[i] = {n.address - (uint64_t{1} << kDistShift), n.packed};
       i = j;
     }
     slots_[i] = LiveObject{};
@@ -129,14 +131,14 @@ class LiveSet {
     return true;
   }
 
-  const LiveObject* find(uint64_t address) const {
+  // The live object at address, if any.
+  std::optional<LiveObject> find(uint64_t address) const {
     size_t i = home(address);
-    size_t dist = 0;
+    uint64_t dist = 0;
     for (;;) {
       const LiveObject& s = slots_[i];
-      if (s.address == 0) return nullptr;
-      if (s.address == address) return &s;
-      if (distance(s.address, i) < dist) return nullptr;
+      if (s.address == 0 || (s.address >> kDistShift) < dist) return std::nullopt;
+      if ((s.address & kAddressMask) == address) return LiveObject{address, s.packed};
       i = next(i);
       ++dist;
     }
@@ -145,12 +147,17 @@ class LiveSet {
   template <class F>
   void forEach(F&& f) const {
     for (size_t i = 0; i < capacity_; ++i)
-      if (slots_[i].address) f(slots_[i]);
+      if (slots_[i].address) f(LiveObject{slots_[i].address & kAddressMask, slots_[i].packed});
   }
 
  private:
   __extension__ typedef unsigned __int128 U128;
   static constexpr size_t kMinCapacity = 64;
+  // A slot's address word holds the address in its low 48 bits and the slot's distance from the
+  // address's home slot in the high 16, so probing never rehashes the residents.
+  static constexpr unsigned kDistShift = 48;
+  static constexpr uint64_t kAddressMask = kAddressLimit - 1;
+  static constexpr uint64_t kMaxDist = 0xFFFF;
 
   static uint64_t mix(uint64_t a) {
     a ^= a >> 29;
@@ -158,15 +165,11 @@ class LiveSet {
     a ^= a >> 32;
     return a;
   }
-  // Multiply-shift range reduction: works for any capacity, keeps home() monotonic in the hash.
+  // Multiply-shift range reduction: works for any capacity.
   size_t home(uint64_t address) const {
     return static_cast<size_t>((static_cast<U128>(mix(address)) * capacity_) >> 64);
   }
   size_t next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
-  size_t distance(uint64_t address, size_t at) const {
-    size_t h = home(address);
-    return at >= h ? at - h : at + capacity_ - h;
-  }
   void rebuild(size_t cap) {
     capacity_ = cap;
     size_ = 0;
@@ -179,7 +182,7 @@ class LiveSet {
     rebuild(cap);
     LiveObject dummy;
     for (size_t i = 0; i < oldCap; ++i)
-      if (old[i].address) insert(old[i], &dummy);
+      if (old[i].address) insert({old[i].address & kAddressMask, old[i].packed}, &dummy);
   }
 
   std::unique_ptr<LiveObject[]> slots_;

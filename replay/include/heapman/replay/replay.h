@@ -139,7 +139,7 @@ class Observer {
 
 struct ReplayOptions {
   // Events between checkpoints (rounded up to chunk boundaries).
-  uint64_t checkpointEvents = 1'000'000;
+  uint64_t checkpointEvents = 500'000;
   // Index file; empty: LOG.hmx next to the log, else $XDG_CACHE_HOME/heapman (~/.cache/heapman)
   // when the log's directory is not writable.
   std::string indexPath;
