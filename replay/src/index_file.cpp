@@ -70,18 +70,70 @@ std::vector<std::string> indexCandidates(const std::string& primary, const std::
 
 // ---- Index ------------------------------------------------------------------------------------
 
+namespace {
+
+bool writeAll(int fd, const uint8_t* p, size_t n) {
+  while (n) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+}  // namespace
+
 Replay::Index::~Index() {
   if (map) ::munmap(const_cast<uint8_t*>(map), mapBytes);
+  dropSpill();
+}
+
+bool Replay::Index::openSpill(const std::string& target) {
+  std::error_code ec;
+  fs::path t(target);
+  if (t.has_parent_path()) fs::create_directories(t.parent_path(), ec);
+  std::string tmp = target + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  uint8_t zeros[kIndexHeaderBytes] = {};
+  if (!writeAll(fd, zeros, sizeof zeros)) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  spillFd = fd;
+  spillPath = tmp;
+  spillTarget = target;
+  spillBytes = kIndexHeaderBytes;
+  return true;
+}
+
+void Replay::Index::dropSpill() {
+  if (spillFd < 0) return;
+  ::close(spillFd);
+  ::unlink(spillPath.c_str());
+  spillFd = -1;
 }
 
 void Replay::Index::addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects,
                                   const std::vector<uint8_t>& raw) {
-  if (memory.empty()) memory.resize(kIndexHeaderBytes);
   std::vector<uint8_t> stored = detail::lz4Compress(raw);
-  CheckpointRef c{chunk, position, liveObjects, memory.size(), stored.size(), raw.size(),
-                  XXH3_64bits(stored.data(), stored.size())};
+  uint64_t hash = XXH3_64bits(stored.data(), stored.size());
+  if (spillFd >= 0) {
+    if (writeAll(spillFd, stored.data(), stored.size())) {
+      checkpoints.push_back({chunk, position, liveObjects, spillBytes, stored.size(), raw.size(), hash});
+      spillBytes += stored.size();
+      return;
+    }
+    // The disk filled up: the checkpoints written so far are lost; keep the rest in memory.
+    dropSpill();
+    checkpoints.clear();
+  }
+  if (memory.empty()) memory.resize(kIndexHeaderBytes);
+  checkpoints.push_back({chunk, position, liveObjects, memory.size(), stored.size(), raw.size(), hash});
   memory.insert(memory.end(), stored.begin(), stored.end());
-  checkpoints.push_back(c);
 }
 
 std::vector<uint8_t> Replay::Index::checkpointBytes(size_t i) const {
@@ -287,10 +339,15 @@ LogTables readTables(std::span<const uint8_t> raw) {
 
 bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   Index& ix = *index_;
-  if (ix.memory.empty()) ix.memory.resize(kIndexHeaderBytes);
+  bool spilled = ix.spillFd >= 0;
+  if (spilled && path != ix.spillTarget) {
+    *error = path + ": the index was started elsewhere";
+    return false;
+  }
+  if (!spilled && ix.memory.empty()) ix.memory.resize(kIndexHeaderBytes);
   std::vector<uint8_t> raw = writeTables(tables_);
   std::vector<uint8_t> stored = detail::lz4Compress(raw);
-  uint64_t tablesOffset = ix.memory.size();
+  uint64_t tablesOffset = spilled ? ix.spillBytes : ix.memory.size();
   detail::Out dir;
   dir.u32(static_cast<uint32_t>(ix.checkpoints.size()));
   for (const Index::CheckpointRef& c : ix.checkpoints)
@@ -303,7 +360,7 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   const std::vector<uint8_t>& d = dir.data();
 
   Identity id = identityOf(reader_);
-  uint8_t* h = ix.memory.data();
+  uint8_t h[kIndexHeaderBytes] = {};
   std::memcpy(h, kMagic, 8);
   putLe(h + 8, kIndexVersion, 4);
   putLe(h + 12, kIndexHeaderBytes, 4);
@@ -318,35 +375,49 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   putLe(h + 80, 0);
   putLe(h + 88, XXH3_64bits(h, 88));
 
-  std::error_code ec;
-  fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    *error = path + ": " + std::strerror(errno);
-    return false;
-  }
-  auto put = [&](const uint8_t* p, size_t n) {
-    while (n) {
-      ssize_t w = ::write(fd, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return false;
-      p += w;
-      n -= static_cast<size_t>(w);
+  std::string tmp;
+  int fd;
+  if (spilled) {
+    tmp = ix.spillPath;
+    fd = ix.spillFd;
+    ix.spillFd = -1;  // ours to finish now
+  } else {
+    std::error_code ec;
+    fs::path target(path);
+    if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    tmp = path + ".tmp." + std::to_string(::getpid());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      *error = path + ": " + std::strerror(errno);
+      return false;
     }
-    return true;
-  };
-  bool ok = put(ix.memory.data(), ix.memory.size()) && put(stored.data(), stored.size()) &&
-            put(d.data(), d.size());
+  }
+  bool ok = (spilled || writeAll(fd, h, sizeof h)) &&
+            (spilled || writeAll(fd, ix.memory.data() + kIndexHeaderBytes,
+                                 ix.memory.size() - kIndexHeaderBytes)) &&
+            writeAll(fd, stored.data(), stored.size()) && writeAll(fd, d.data(), d.size()) &&
+            (!spilled || ::pwrite(fd, h, sizeof h, 0) == static_cast<ssize_t>(sizeof h));
   int savedErrno = errno;
   ok = (::close(fd) == 0) && ok;
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     *error = path + ": " + std::strerror(ok ? errno : savedErrno);
     ::unlink(tmp.c_str());
+    if (spilled) ix.checkpoints.clear();  // their bytes are gone with the spill
     return false;
   }
-  ix.fileBytes = ix.memory.size() + stored.size() + d.size();
+  ix.fileBytes = dirOffset + d.size();
+  if (spilled) {
+    // Read the checkpoints back through a mapping of the finished file.
+    int rfd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    void* m = rfd >= 0 ? ::mmap(nullptr, ix.fileBytes, PROT_READ, MAP_PRIVATE, rfd, 0) : MAP_FAILED;
+    if (rfd >= 0) ::close(rfd);
+    if (m == MAP_FAILED) {
+      ix.checkpoints.clear();
+    } else {
+      ix.map = static_cast<const uint8_t*>(m);
+      ix.mapBytes = ix.fileBytes;
+    }
+  }
   return true;
 }
 

@@ -45,16 +45,23 @@ struct Replay::Index {
   std::vector<CheckpointRef> checkpoints;
   uint64_t fileBytes = 0;
 
-  // Storage of the blobs: a mapped file, or memory (while building, or with no writable place).
+  // Storage of the blobs: a mapped file, or memory (no writable place for the index). While the
+  // index is built, checkpoints go straight to NAME.tmp.PID (the spill), so memory stays bounded.
   const uint8_t* map = nullptr;
   size_t mapBytes = 0;
   std::vector<uint8_t> memory;
+  int spillFd = -1;
+  std::string spillPath, spillTarget;
+  uint64_t spillBytes = 0;
 
   Index() = default;
   Index(const Index&) = delete;
   Index& operator=(const Index&) = delete;
   ~Index();
 
+  // Starts writing the index for `target` at target.tmp.PID; false when that is not possible.
+  bool openSpill(const std::string& target);
+  void dropSpill();
   void addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects,
                      const std::vector<uint8_t>& raw);
   // Decompressed bytes of checkpoint i; throws ReplayError when they are damaged.

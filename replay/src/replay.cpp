@@ -613,11 +613,18 @@ void Replay::init() {
       std::fprintf(options_.notes, "heapman: index %s; rebuilding\n", why.c_str());
   }
   if (!loaded) {
+    index_ = std::make_unique<Index>();
+    std::vector<std::string> where;
+    if (options_.useIndex && !options_.indexPath.empty())
+      where = indexCandidates(options_.indexPath, reader_.name());
+    for (const std::string& path : where)
+      if (index_->openSpill(path)) break;
     buildTables(true);
     status_.built = true;
-    if (options_.useIndex && !options_.indexPath.empty()) {
+    if (!where.empty()) {
       std::string err;
-      for (const std::string& path : indexCandidates(options_.indexPath, reader_.name())) {
+      for (const std::string& path : where) {
+        if (index_->spillFd >= 0 && path != index_->spillTarget) continue;
         if (writeIndexFile(path, &err)) {
           status_.path = path;
           break;
@@ -658,7 +665,7 @@ void Replay::buildTables(bool withCheckpoints) {
   dict_ = std::make_unique<InfoDict>(tables_.infos);
   gcEndSeqs_.clear();
   resetState();
-  index_ = std::make_unique<Index>();
+  if (!index_) index_ = std::make_unique<Index>();
   std::unordered_map<uint32_t, size_t> gcIndex;
   std::unordered_map<uint32_t, uint32_t> eventCounts;
   uint64_t sinceCheckpoint = 0;
