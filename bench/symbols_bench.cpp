@@ -47,7 +47,8 @@ std::vector<char> readAt(std::ifstream& in, uint64_t offset, uint64_t size) {
 bool describe(const std::string& path, uint64_t base, ModuleLoad& m) {
   std::ifstream in(path, std::ios::binary);
   std::vector<char> head = readAt(in, 0, sizeof(Elf64_Ehdr));
-  if (head.empty() || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0 || head[EI_CLASS] != ELFCLASS64)
+  if (head.empty() || std::memcmp(head.data(), ELFMAG, SELFMAG) != 0 ||
+      head[EI_CLASS] != ELFCLASS64)
     return false;
   Elf64_Ehdr eh;
   std::memcpy(&eh, head.data(), sizeof eh);
@@ -56,7 +57,8 @@ bool describe(const std::string& path, uint64_t base, ModuleLoad& m) {
   m.base = eh.e_type == ET_DYN ? base : 0;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    std::vector<char> raw = readAt(in, eh.e_phoff + uint64_t{i} * eh.e_phentsize, sizeof(Elf64_Phdr));
+    std::vector<char> raw =
+        readAt(in, eh.e_phoff + uint64_t{i} * eh.e_phentsize, sizeof(Elf64_Phdr));
     if (raw.empty()) return false;
     Elf64_Phdr ph;
     std::memcpy(&ph, raw.data(), sizeof ph);
@@ -95,15 +97,21 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--count" && i + 1 < argc) count = std::strtoull(argv[++i], nullptr, 10);
-    else if (a == "--threads" && i + 1 < argc) threads = static_cast<unsigned>(std::atoi(argv[++i]));
-    else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
-    else if (a == "--print") print = true;
+    if (a == "--count" && i + 1 < argc)
+      count = std::strtoull(argv[++i], nullptr, 10);
+    else if (a == "--threads" && i + 1 < argc)
+      threads = static_cast<unsigned>(std::atoi(argv[++i]));
+    else if (a == "--dump" && i + 1 < argc)
+      dump = argv[++i];
+    else if (a == "--print")
+      print = true;
     else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr,
-                   "usage: symbols_bench [--count N] [--threads T] [--dump DIR] [--print] FILE...\n");
+      std::fprintf(
+          stderr,
+          "usage: symbols_bench [--count N] [--threads T] [--dump DIR] [--print] FILE...\n");
       return 2;
-    } else files.push_back(a);
+    } else
+      files.push_back(a);
   }
   if (files.empty()) {
     char self[PATH_MAX];

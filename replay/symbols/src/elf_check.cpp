@@ -60,9 +60,9 @@ std::string checkModuleFile(const std::string& path, const std::vector<uint8_t>&
   if (path.empty()) return "module has no file name";
   struct stat st {};
   if (stat(path.c_str(), &st) != 0)
-    return errno == ENOENT || errno == ENOTDIR ? "module file not found"
-                                               : std::string("cannot open module file: ") +
-                                                     std::strerror(errno);
+    return errno == ENOENT || errno == ENOTDIR
+               ? "module file not found"
+               : std::string("cannot open module file: ") + std::strerror(errno);
   if (!S_ISREG(st.st_mode)) return "module path is not a regular file";
   Fd fd{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) return std::string("cannot open module file: ") + std::strerror(errno);

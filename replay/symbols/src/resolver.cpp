@@ -24,7 +24,7 @@ constexpr int kMaxDepth = 128;
 struct Resolver::CuTable {
   struct Node {
     Dwarf_Die die;
-    int32_t parent = -1;        // enclosing subprogram / inlined subroutine; -1 for a root
+    int32_t parent = -1;          // enclosing subprogram / inlined subroutine; -1 for a root
     uint32_t callFile = kNoFile;  // where this inlined copy was called from (index into files)
     uint32_t callLine = 0;
     uint32_t rangesBegin = 0, rangesEnd = 0;  // into ranges
@@ -210,8 +210,7 @@ struct Resolver::Module {
 
 // dwfl_begin() sets libelf's global version: done here, on the thread that owns the Symbolizer,
 // not in the workers.
-Resolver::Resolver(const Dwfl_Callbacks* callbacks)
-    : dwfl_(dwfl_begin(callbacks)) {}
+Resolver::Resolver(const Dwfl_Callbacks* callbacks) : dwfl_(dwfl_begin(callbacks)) {}
 
 Resolver::~Resolver() {
   if (dwfl_) dwfl_end(dwfl_);
@@ -275,8 +274,10 @@ const Resolver::Symbol* Resolver::symbolAt(Module& m, uint64_t address) {
   const Symbol* best = nullptr;
   for (int i = 0; i < 8 && it != m.symbols.begin(); ++i) {
     --it;
-    if (address < it->hi) best = &*it;
-    else if (best) break;
+    if (address < it->hi)
+      best = &*it;
+    else if (best)
+      break;
   }
   return best;
 }
@@ -290,8 +291,10 @@ const std::string& Resolver::demangled(const char* name) {
     const char* mangled = at ? plain.c_str() : name;
     int status = -1;
     char* d = mangled[0] == '_' ? abi::__cxa_demangle(mangled, nullptr, nullptr, &status) : nullptr;
-    if (d && status == 0) it->second = d;
-    else it->second = mangled;
+    if (d && status == 0)
+      it->second = d;
+    else
+      it->second = mangled;
     std::free(d);
   }
   return it->second;
@@ -331,11 +334,14 @@ std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named, bool c) {
   for (int i = n - 1; i >= 1; --i) {
     int tag = dwarf_tag(&scopes[i]);
     const char* scope = dwarf_diename(&scopes[i]);
-    if (tag == DW_TAG_namespace) out += scope ? scope : "(anonymous namespace)";
+    if (tag == DW_TAG_namespace)
+      out += scope ? scope : "(anonymous namespace)";
     else if ((tag == DW_TAG_class_type || tag == DW_TAG_structure_type ||
-              tag == DW_TAG_union_type) && scope)
+              tag == DW_TAG_union_type) &&
+             scope)
       out += scope;
-    else continue;
+    else
+      continue;
     out += "::";
   }
   std::free(scopes);
@@ -400,7 +406,8 @@ void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, 
     SourceFrame first;
     if (Dwarf_Line* line = dwarf_getsrc_die(&cu.cudie, a)) {
       int lineNo = 0;
-      if (dwarf_lineno(line, &lineNo) == 0 && lineNo > 0) first.line = static_cast<uint32_t>(lineNo);
+      if (dwarf_lineno(line, &lineNo) == 0 && lineNo > 0)
+        first.line = static_cast<uint32_t>(lineNo);
       if (const char* src = dwarf_linesrc(line, nullptr, nullptr)) first.file = src;
     }
     int32_t node = cu.innermost(a);

@@ -150,7 +150,9 @@ void Symbolizer::addModule(const log::ModuleLoad& module) {
   impl_->map.add(module, index);
 }
 
-const std::vector<log::ModuleLoad>& Symbolizer::modules() const { return impl_->modules; }
+const std::vector<log::ModuleLoad>& Symbolizer::modules() const {
+  return impl_->modules;
+}
 
 void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
   auto t0 = std::chrono::steady_clock::now();
@@ -175,7 +177,8 @@ void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
     unsigned want = im.options.threads ? im.options.threads : std::thread::hardware_concurrency();
     const size_t n = todo.size();
     const size_t workers = std::clamp<size_t>(want, 1, (n + kPiece - 1) / kPiece);
-    for (size_t w = 0; w < workers; ++w) im.resolver(w);  // created here: workers don't allocate shared state
+    for (size_t w = 0; w < workers; ++w)
+      im.resolver(w);  // created here: workers don't allocate shared state
 
     const size_t region = (n + workers - 1) / workers;
     std::vector<std::atomic<size_t>> cursor(workers);
@@ -186,7 +189,8 @@ void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
         const size_t v = (w + i) % workers;
         const size_t end = std::min(n, (v + 1) * region);
         for (size_t k; (k = cursor[v].fetch_add(kPiece, std::memory_order_relaxed)) < end;) {
-          for (size_t j = k; j < std::min(end, k + kPiece); ++j) im.resolveOne(r, todo[j], results[j]);
+          for (size_t j = k; j < std::min(end, k + kPiece); ++j)
+            im.resolveOne(r, todo[j], results[j]);
         }
       }
     };
@@ -228,6 +232,8 @@ const Symbolized& Symbolizer::resolve(uint64_t address) {
   return im.cache.emplace(address, std::move(s)).first->second;
 }
 
-Symbolizer::Stats Symbolizer::stats() const { return impl_->stats; }
+Symbolizer::Stats Symbolizer::stats() const {
+  return impl_->stats;
+}
 
 }  // namespace heapman::replay

@@ -91,7 +91,9 @@ ModuleLoad moduleOf(uint64_t address) {
   return search.found;
 }
 
-std::string baseName(const std::string& path) { return fs::path(path).filename().string(); }
+std::string baseName(const std::string& path) {
+  return fs::path(path).filename().string();
+}
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -106,7 +108,8 @@ std::string hex(uint64_t v) {
   return s;
 }
 
-void checkFrame(const SourceFrame& f, const std::string& function, const char* file, uint32_t line) {
+void checkFrame(const SourceFrame& f, const std::string& function, const char* file,
+                uint32_t line) {
   CHECK(f.function == function);
   CHECK(baseName(f.file) == file);
   CHECK(f.line == line);
@@ -264,8 +267,8 @@ TEST_CASE("zero-size modules and overlapping modules", "[symbols]") {
   b.segments = {{0, 0x1000, PF_R | PF_X}};
   sym.addModule(b);
   const std::vector<std::pair<uint64_t, int32_t>> expect = {
-      {0x1000, -1},  {0x0fff, -1},  {0x10000, 2}, {0x10fff, 2}, {0x11000, 3}, {0x11fff, 3},
-      {0x12000, 2},  {0x13fff, 2},  {0x14000, -1}, {0x15000, 2}, {0x15fff, 2}, {0x16000, -1}};
+      {0x1000, -1}, {0x0fff, -1}, {0x10000, 2},  {0x10fff, 2}, {0x11000, 3}, {0x11fff, 3},
+      {0x12000, 2}, {0x13fff, 2}, {0x14000, -1}, {0x15000, 2}, {0x15fff, 2}, {0x16000, -1}};
   for (auto [address, module] : expect) {
     INFO(hex(address));
     CHECK(sym.resolve(address).module == module);
@@ -293,9 +296,9 @@ TEST_CASE("copies without debug info: functions from the symbol tables", "[symbo
     m.path = SYMTEST_NODEBUG;
     Symbolizer sym;
     sym.addModule(m);
-    for (auto [site, function] : {std::pair{named, "symtest::namespaced()"},
-                                  std::pair{local, "symtest::staticHelper()"},
-                                  std::pair{inlined, "symtest::withInlined()"}}) {
+    for (auto [site, function] :
+         {std::pair{named, "symtest::namespaced()"}, std::pair{local, "symtest::staticHelper()"},
+          std::pair{inlined, "symtest::withInlined()"}}) {
       const Symbolized& s = sym.resolve(site.address);
       REQUIRE(s.frames.size() == 1);
       CHECK(s.frames[0] == SourceFrame{function, "", 0});
@@ -358,15 +361,15 @@ TEST_CASE("path maps find a module recorded under another directory", "[symbols]
   CHECK(sym.modules().at(0).path == "/recorded/elsewhere/libsymtest.so");  // as recorded
 }
 
-TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by one",
-          "[symbols]") {
+TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by one", "[symbols]") {
   const ModuleLoad lib = moduleOf(symtest::namespaced().address);
   const ModuleLoad exe = moduleOf(reinterpret_cast<uint64_t>(&exeFunction));
   std::vector<uint64_t> addresses;
   for (const ModuleLoad& m : {lib, exe})
     for (const auto& seg : m.segments)
       if (seg.flags & PF_X)
-        for (uint64_t off = 0; off < seg.memSize; off += 7) addresses.push_back(m.base + seg.vaddr + off);
+        for (uint64_t off = 0; off < seg.memSize; off += 7)
+          addresses.push_back(m.base + seg.vaddr + off);
   // Every 7th byte of the executable's code is far more than needed; keep the run short.
   std::mt19937_64 rng(42);
   std::shuffle(addresses.begin(), addresses.end(), rng);
