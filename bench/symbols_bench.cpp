@@ -168,8 +168,18 @@ int main(int argc, char** argv) {
               modules.size(), static_cast<double>(codeBytes) / (1 << 20),
               static_cast<unsigned long long>(step), static_cast<unsigned long long>(st.resolved),
               threads);
-  for (size_t i = 0; i < modules.size(); ++i)
-    std::printf("  %8zu  %s\n", perModule[i].size(), modules[i].path.c_str());
+  for (size_t i = 0; i < modules.size(); ++i) {
+    size_t function = 0, line = 0;
+    for (uint64_t fileAddress : perModule[i]) {
+      const auto* r = sym.lookup(modules[i].base + fileAddress + 1);
+      function += !r->frames.empty() && !r->frames.back().function.empty();
+      line += !r->frames.empty() && r->frames.front().line > 0;
+    }
+    const double n = static_cast<double>(std::max<size_t>(perModule[i].size(), 1));
+    std::printf("  %8zu  function %5.1f%%  line %5.1f%%  %s\n", perModule[i].size(),
+                100.0 * static_cast<double>(function) / n, 100.0 * static_cast<double>(line) / n,
+                modules[i].path.c_str());
+  }
   std::printf("resolveAll: %.3f s, %.0f unique addresses/s\n", s,
               static_cast<double>(st.resolved) / s);
   std::printf("with function %.1f%%, with line %.1f%%, frames per address %.2f\n",
