@@ -16,12 +16,18 @@ trap 'rm -rf "$tmp"' EXIT
 
 "$lf" write "$tmp/churn.hml" "$events" >/dev/null
 full=$("$rb" full "$tmp/churn.hml")
+one=$(HEAPMAN_REPLAY_THREADS=1 "$rb" full "$tmp/churn.hml")
+dec=$("$lf" read "$tmp/churn.hml")
+echo "$dec"
+decode=$(sed -nE 's/.*\), ([0-9.]+) M events\/s.*/\1/p' <<<"$dec")
 mem=$("$rb" memory "$tmp/churn.hml")
 echo "$full"
+echo "one thread: $one"
 echo "$mem"
 n=$(sed -nE 's/^full replay: ([0-9]+) events.*/\1/p' <<<"$full")
 idx=$(sed -nE 's/^index pass: .* = ([0-9.]+) M events\/s.*/\1/p' <<<"$full")
 rep=$(sed -nE 's/^full replay: .* = ([0-9.]+) M events\/s.*/\1/p' <<<"$full")
+rep1=$(sed -nE 's/^full replay: .* = ([0-9.]+) M events\/s.*/\1/p' <<<"$one")
 bpo=$(sed -nE 's/.* = ([0-9.]+) bytes\/object; .*/\1/p' <<<"$mem")
 
 ht="n/a (heaptrack not installed)"
@@ -46,7 +52,9 @@ echo
 echo "| figure | HeapMan replay | heaptrack_print |"
 echo "| --- | --- | --- |"
 echo "| full replay of $n churn events, M events/s (index pass: tables + checkpoints) | $idx | $ht |"
-echo "| full replay from the start, no checkpoints, M events/s | $rep | — |"
+echo "| full replay from the start, no checkpoints, M events/s (decoder on a 2nd thread) | $rep | — |"
+echo "| the same on one thread (HEAPMAN_REPLAY_THREADS=1) | $rep1 | — |"
+echo "| for reference: decoding alone (logformat_bench read), one thread | $decode | — |"
 echo "| open with index file, $seekEvents-event log, s | $open | — |"
 echo "| seek to a random point (50 seeks), mean / max ms | $mean / $max | — |"
 echo "| bytes per live object (live set table; dictionary apart) | $bpo | — |"
