@@ -37,6 +37,10 @@ std::string NamedFrame::location() const {
 // ---- FrameNamer ---------------------------------------------------------------------------------
 
 FrameNamer::FrameNamer(const LogTables& tables, bool symbolize) : t_(tables) {
+  // By start; of ranges starting at one address the last recorded wins (code memory reused).
+  for (size_t i = 0; i < t_.jitRanges.size(); ++i) jitByStart_.push_back({t_.jitRanges[i].codeStart, i});
+  std::stable_sort(jitByStart_.begin(), jitByStart_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (symbolize) {
     sym_ = std::make_unique<Symbolizer>();
@@ -51,6 +55,14 @@ FrameNamer::~FrameNamer() = default;
 
 bool FrameNamer::symbolizing() const { return sym_ != nullptr; }
 
+const log::JitRange* FrameNamer::jitRange(uint64_t address) const {
+  auto it = std::upper_bound(jitByStart_.begin(), jitByStart_.end(), address,
+                             [](uint64_t a, const std::pair<uint64_t, size_t>& e) { return a < e.first; });
+  if (it == jitByStart_.begin()) return nullptr;
+  const log::JitRange& j = t_.jitRanges[(it - 1)->second];
+  return address - j.codeStart < j.codeSize ? &j : nullptr;
+}
+
 void FrameNamer::prepare(const std::vector<uint32_t>& stackIds) {
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (!sym_) return;
@@ -61,7 +73,7 @@ void FrameNamer::prepare(const std::vector<uint32_t>& stackIds) {
     for (uint32_t id = s; id != 0 && id < t_.stacks.size(); id = t_.stacks[id].parent) {
       if (!nodes.insert(id).second) break;  // the rest of this chain is known
       const StackNodeDef& n = t_.stacks[id];
-      if (!n.managed && !cache_.count(id) && seen.insert(n.frame).second)
+      if (!n.managed && !cache_.count(id) && !jitRange(n.frame) && seen.insert(n.frame).second)
         addresses.push_back(n.frame);
     }
   }
@@ -72,6 +84,11 @@ void FrameNamer::prepare(const std::vector<uint32_t>& stackIds) {
 }
 
 std::vector<NamedFrame> FrameNamer::nativeFallback(uint64_t address) const {
+  if (const log::JitRange* j = jitRange(address)) {  // Mono's JIT code
+    auto m = t_.methods.find(j->methodId);
+    return {NamedFrame{m != t_.methods.end() ? m->second : "method#" + std::to_string(j->methodId),
+                       "[jit]", "", 0}};
+  }
   // The last module loaded over the address, as the Symbolizer would pick it.
   for (auto it = t_.modules.rbegin(); it != t_.modules.rend(); ++it) {
     if (address >= it->base && address - it->base < it->size) {
@@ -93,8 +110,9 @@ const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
     out.push_back({m != t_.methods.end() ? m->second : "method#" + std::to_string(n.frame),
                    "[managed]", "", 0});
   } else {
+    if (jitRange(n.frame)) out = nativeFallback(n.frame);
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
-    if (sym_) {
+    if (sym_ && out.empty()) {
       const Symbolized& s = sym_->resolve(n.frame);
       std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
                             ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)

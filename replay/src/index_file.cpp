@@ -228,6 +228,13 @@ std::vector<uint8_t> writeTables(const LogTables& t) {
     o.var(x.osTid);
     o.str(x.name);
   }
+  o.var(t.jitRanges.size());
+  for (const JitRange& j : t.jitRanges) {
+    o.var(j.ev.seq);
+    o.var(j.methodId);
+    o.var(j.codeStart);
+    o.var(j.codeSize);
+  }
   o.var(t.infos.size());
   for (const AllocInfo& a : t.infos) {
     o.u8(static_cast<uint8_t>(a.heap));
@@ -321,6 +328,13 @@ LogTables readTables(std::span<const uint8_t> raw) {
     x.index = in.var32();
     x.osTid = in.var32();
     x.name = in.str();
+  }
+  t.jitRanges.resize(in.count());
+  for (JitRange& j : t.jitRanges) {
+    j.ev.seq = in.var();
+    j.methodId = in.var32();
+    j.codeStart = in.var();
+    j.codeSize = in.var();
   }
   t.infos.resize(in.count());
   for (AllocInfo& a : t.infos) {

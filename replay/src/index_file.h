@@ -30,7 +30,7 @@
 
 namespace heapman::replay {
 
-inline constexpr uint32_t kIndexVersion = 1;
+inline constexpr uint32_t kIndexVersion = 2;  // 2: JIT ranges in the tables
 inline constexpr uint64_t kIndexHeaderBytes = 96;
 
 // Where an index may live: the requested path, then $XDG_CACHE_HOME/heapman (or ~/.cache/heapman)

@@ -570,6 +570,10 @@ struct Replay::Applier {
     if (!enter(x)) return;
     if constexpr (kBuild) r.tables_.threads.push_back(x);
   }
+  void operator()(const JitRange& x) {
+    if (!enter(x)) return;
+    if constexpr (kBuild) r.tables_.jitRanges.push_back(x);
+  }
   template <class T>
   void operator()(const T& x) {
     enter(x);

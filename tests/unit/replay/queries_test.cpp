@@ -203,3 +203,39 @@ TEST_CASE("exclusion files: comments, blank lines, and a bad regex named by file
   CHECK(parseSortBy("objects") == SortBy::kObjects);
   CHECK_THROWS_WITH(parseSortBy("size"), "unknown sort key 'size' (bytes, objects, name)");
 }
+
+TEST_CASE("native frames inside Mono JIT code are named by their method, also from the index",
+          "[replay][queries]") {
+  LogBuilder b;
+  b.put(MethodDef{1, "Game.Enemy:Think ()", 0});
+  b.put(MethodDef{2, "Game.Enemy:Move ()", 0});
+  b.put(JitRange{b.next(), 1, 0x50000000, 0x100});
+  b.put(JitRange{b.next(), 2, 0x50000100, 0x80});
+  b.put(StackNode{1, 0, 0x50000010, false});  // Think (JIT code)
+  b.put(StackNode{2, 1, 0x50000120, false});  // Move (JIT code)
+  b.put(StackNode{3, 2, 0x60000000, false});  // unknown native
+  b.put(Alloc{b.next(), HeapKind::kManaged, 0x1000, 32, 32, 3, 0});
+  auto bytes = b.finish();
+  auto dir = std::filesystem::temp_directory_path() / ("jit-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string log = (dir / "jit.hml").string();
+  FILE* f = std::fopen(log.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  ReplayOptions o;
+  o.notes = nullptr;
+  for (int open = 0; open < 2; ++open) {  // built, then loaded from the index
+    Replay r(log, o);
+    CHECK(r.index().built == (open == 0));
+    REQUIRE(r.tables().jitRanges.size() == 2);
+    FrameNamer names(r.tables(), false);
+    CHECK(names.frames(1)[0].function == "Game.Enemy:Think ()");
+    CHECK(names.frames(1)[0].module == "[jit]");
+    CHECK(names.frames(2)[0].function == "Game.Enemy:Move ()");
+    CHECK(names.frames(3)[0].function == "0x60000000");
+    Exclusions none;
+    Attribution a(r.tables(), names, none);
+    CHECK(a.folded(3) == "Game.Enemy:Think ();Game.Enemy:Move ();0x60000000");
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -2,7 +2,8 @@
 //
 // FrameNamer: native frames through the Symbolizer (DWARF, demangled, file:line, inlined frames
 // expanded innermost first), resolved in one batch per query (prepare()); managed frames from the
-// log's MethodDefs; frames nothing knows as module+0xoffset or 0xaddress, never an error.
+// log's MethodDefs, and native frames inside Mono JIT code (JitRange) as their method (module
+// "[jit]"); frames nothing knows as module+0xoffset or 0xaddress, never an error.
 //
 // Exclusions: the leaf-exclusion list (ECMAScript regexes, one a line, '#' comments). A source
 // frame is excluded when a regex matches anywhere in its function name or in its module's file
@@ -53,6 +54,8 @@ class FrameNamer {
   std::unique_ptr<Symbolizer> sym_;
   std::unordered_map<uint32_t, std::vector<NamedFrame>> cache_;
   std::vector<NamedFrame> nativeFallback(uint64_t address) const;
+  const log::JitRange* jitRange(uint64_t address) const;
+  std::vector<std::pair<uint64_t, size_t>> jitByStart_;  // (code start, index in jitRanges)
 };
 
 class Exclusions {

@@ -99,6 +99,7 @@ struct LogTables {
   std::vector<StackNodeDef> stacks;                   // by node id; [0] is the empty stack
   std::vector<log::ModuleLoad> modules;               // in load order
   std::vector<log::ThreadStart> threads;
+  std::vector<log::JitRange> jitRanges;               // Mono JIT code: native frames -> methods
   std::vector<AllocInfo> infos;                       // the AllocInfo dictionary, by id
   uint64_t firstSeq = 0, endSeq = 0;                  // events are [firstSeq, endSeq)
   uint64_t eventCount = 0, allocs = 0, frees = 0, reallocs = 0;
