@@ -289,10 +289,15 @@ template <class Make, class Done, class Want>
 void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
   const size_t n = recordChunks_.size();
   if (first >= n) return;
+  // The pipeline gains ~20% with a free core and loses ~25% when the second core is busy
+  // (docs/PERFORMANCE.md): use it when the load average leaves a core free.
   static const bool threaded = [] {
     const char* e = std::getenv("HEAPMAN_REPLAY_THREADS");
     if (e) return std::atoi(e) > 1;
-    return std::thread::hardware_concurrency() > 1;
+    unsigned cores = std::thread::hardware_concurrency();
+    double load[1] = {0};
+    if (::getloadavg(load, 1) != 1) load[0] = 0;
+    return cores > 1 && load[0] + 1.0 <= cores;
   }();
   if (!threaded) {
     std::vector<uint8_t> buf;
