@@ -25,7 +25,7 @@ int run(Session& s, const po::variables_map& vm) {
   r.query = vm.count("frames") ? "frames" : "events";
   r.warnings = replay::warnings(*s.replay);
   if (vm.count("frames")) {
-    r.meta = {{"log", s.path}, {"frames", num(t.frames.size())}};
+    r.meta = {{"log", s.path}, {"count", num(t.frames.size())}};
     Table tab{"frames", {{"frame", true}, {"point"}, {"seq", true}, {"time ms", true}}, {}};
     for (const auto& f : t.frames)
       tab.add({num(f.frame), "frame:" + num(f.frame), num(f.seq), ms(f.timeNs)});
@@ -42,7 +42,7 @@ int run(Session& s, const po::variables_map& vm) {
       tab.add({name, num(e.occurrence), name + "#" + num(e.occurrence), num(e.seq), ms(e.timeNs),
                num(e.thread), num(e.payloadBytes)});
     }
-    r.meta = {{"log", s.path}, {"events", num(tab.rows.size())}};
+    r.meta = {{"log", s.path}, {"count", num(tab.rows.size())}};
     r.tables.push_back(std::move(tab));
   }
   emit(r, outputOptions(vm));

@@ -23,7 +23,7 @@ int run(Session& s, const po::variables_map& vm) {
   const replay::LogTables& t = s.replay->tables();
   Report r;
   r.query = "gcs";
-  r.meta = {{"log", s.path}, {"gcs", num(t.gcs.size())}};
+  r.meta = {{"log", s.path}, {"count", num(t.gcs.size())}};
   r.warnings = replay::warnings(*s.replay);
   Table tab{"gcs",
             {{"gc", true}, {"begin seq", true}, {"end seq", true}, {"time ms", true},

@@ -126,6 +126,22 @@ expect_grep gcs_csv gcs_csv.out '^gc,begin_seq,end_seq,time_ms,heap_before,heap_
 [[ $(grep -c '^[12],' gcs_csv.out) -eq 2 ]] || fail "gcs --csv: expected 2 GC rows"
 expect_grep gcs_csv gcs_csv.out '^1,1044,1045,[0-9.]+,[0-9]+,[0-9]+,6,1536,15,720,'
 [[ -s out.hml.hmx ]] || fail "no index file out.hml.hmx after the first replay verb"
+run 0 gcs_json "$HEAPMAN" gcs out.hml --json -
+run 0 frames_json "$HEAPMAN" events out.hml --frames --json -
+python3 - gcs_json.out frames_json.out <<'EOF2' || fail "gcs/events --json: wrong JSON"
+import json, sys
+def load(path):  # duplicate keys would hide data: refuse them
+    def pairs(kv):
+        keys = [k for k, _ in kv]
+        assert len(keys) == len(set(keys)), keys
+        return dict(kv)
+    return json.load(open(path), object_pairs_hook=pairs)
+g = load(sys.argv[1])
+assert g["count"] == "2" and [x["gc"] for x in g["gcs"]] == [1, 2], g
+assert g["gcs"][0]["collected_objects"] == 15 and g["gcs"][1]["live_bytes"] == 3072, g["gcs"]
+f = load(sys.argv[2])
+assert len(f["frames"]) == 120 and f["frames"][0]["point"] == "frame:1", f["frames"][:2]
+EOF2
 run 0 events_csv "$HEAPMAN" events out.hml --csv -
 expect_grep events_csv events_csv.out '^level_end,2,level_end#2,2091,'
 run 0 blame "$HEAPMAN" blame out.hml --at level_end#1 --json -
