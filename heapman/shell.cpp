@@ -72,9 +72,9 @@ class LineEditor {
     raw.c_iflag &= ~static_cast<tcflag_t>(IXON | ICRNL);
     raw.c_cc[VMIN] = 1;
     raw.c_cc[VTIME] = 0;
-    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &raw);  // not FLUSH: keep typed-ahead input
     bool ok = edit(prompt, line);
-    ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+    ::tcsetattr(STDIN_FILENO, TCSANOW, &old);
     std::fputs("\n", stdout);
     std::fflush(stdout);
     return ok;
