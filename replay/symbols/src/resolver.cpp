@@ -270,14 +270,13 @@ const Resolver::Symbol* Resolver::symbolAt(Module& m, uint64_t address) {
   }
   auto it = std::upper_bound(m.symbols.begin(), m.symbols.end(), address,
                              [](uint64_t x, const Symbol& s) { return x < s.lo; });
-  // Aliases share a start; a few steps back find the first of them that covers the address.
+  // The nearest symbol that covers the address, of its aliases (one start) the first in order
+  // (a global one); a few steps back, past symbols that end before the address.
   const Symbol* best = nullptr;
   for (int i = 0; i < 8 && it != m.symbols.begin(); ++i) {
     --it;
-    if (address < it->hi)
-      best = &*it;
-    else if (best)
-      break;
+    if (best && it->lo != best->lo) break;
+    if (address < it->hi) best = &*it;
   }
   return best;
 }
@@ -369,7 +368,7 @@ const std::string& Resolver::lookUpName(Module& m, CuTable& cu, int32_t node, ui
   int lang = dwarf_srclang(&cu.cudie);
   bool c = lang == DW_LANG_C || lang == DW_LANG_C89 || lang == DW_LANG_C99 || lang == DW_LANG_C11;
   if (n.parent < 0 && !c) {
-    auto [it, inserted] = unlinked_.try_emplace(n.die.addr);
+    auto [it, inserted] = unlinkedRoots_.try_emplace(n.die.addr);
     if (!inserted) return it->second;
     // At the entry, not at the address looked up: code split off the function ("foo() [clone
     // .cold]") has a symbol of its own, and the name must not depend on which address came first.
