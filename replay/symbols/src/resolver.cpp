@@ -350,7 +350,7 @@ std::string Resolver::qualifiedName(CuTable& cu, Dwarf_Die* named, bool c) {
 // Demangled linkage name; else, for an out-of-line C++ function, the mangled symbol that starts
 // at its entry (the symbol table has mangled names where DWARF has none: static and
 // anonymous-namespace functions); else the DWARF name, in C++ qualified by its namespaces and
-// classes (no parameters: an inlined constructor, say, is "ns::Class::Class"). C functions keep
+// classes (no parameters: an inlined static function, say, is "ns::helper"). C functions keep
 // their DWARF name, not an alias the symbol table may list first ("fclose@@GLIBC_2.2.5").
 const std::string& Resolver::functionName(Module& m, CuTable& cu, int32_t node, uint64_t bias) {
   CuTable::Node& n = cu.nodes[static_cast<size_t>(node)];

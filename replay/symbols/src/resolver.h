@@ -53,7 +53,7 @@ class Resolver {
   // Keyed by the string's address inside the mapped debug sections: each distinct string is
   // demangled once per thread, whatever CU or module names it.
   std::unordered_map<const char*, std::string> names_;
-  // Functions without a linkage name (static, anonymous namespace, C, constructors): out-of-line
+  // Functions without a linkage name (static, anonymous namespace, C): out-of-line
   // C++ ones by their DIE (named after their symbol), the others by the DIE that has the name.
   // Two maps: one DIE can be both, and its name must not depend on which came first.
   std::unordered_map<const void*, std::string> unlinkedRoots_;

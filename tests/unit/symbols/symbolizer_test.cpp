@@ -418,3 +418,31 @@ TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by on
   CHECK(withFunction > unique * 9 / 10);
   CHECK(withLine > unique * 8 / 10);
 }
+
+TEST_CASE("names of a C function, an inlined static function, an inlined constructor",
+          "[symbols]") {
+  const symtest_c_site c = symtest_c_function();
+  const symtest::Site staticInlined = symtest::withStaticInlined();
+  const symtest::Site constructor = symtest::withInlinedConstructor();
+  Symbolizer sym;
+  sym.addModule(moduleOf(c.address));
+
+  const Symbolized& s = sym.resolve(c.address);
+  REQUIRE(s.frames.size() == 1);
+  checkFrame(s.frames[0], "symtest_c_function", "symtest_c.c", c.line);
+
+  // Qualified by the enclosing namespaces and classes; DWARF has no parameter list to print.
+  const Symbolized& t = sym.resolve(staticInlined.address);
+  REQUIRE(t.frames.size() == 2);
+  checkFrame(t.frames[0], "symtest::staticInlined", "symtest_lib.cpp", staticInlined.line);
+  checkFrame(t.frames[1], "symtest::withStaticInlined()", "symtest_lib.cpp",
+             staticInlined.callLine);
+
+  const Symbolized& u = sym.resolve(constructor.address);
+  REQUIRE(u.frames.size() == 2);
+  // GCC names the inlined constructor after its unified ("C4") symbol.
+  checkFrame(u.frames[0], "symtest::Gadget::Gadget(unsigned int)", "symtest_lib.cpp",
+             constructor.line);
+  checkFrame(u.frames[1], "symtest::withInlinedConstructor()", "symtest_lib.cpp",
+             constructor.callLine);
+}

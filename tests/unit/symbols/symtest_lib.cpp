@@ -58,4 +58,25 @@ SYMTEST_KEEP Site Widget::method(int value) const {
   return s;
 }
 
+__attribute__((always_inline)) static inline Site staticInlined(uint32_t callLine) {
+  Site s{symtest_probe(), __LINE__, callLine};
+  return s;
+}
+
+SYMTEST_KEEP Site withStaticInlined() {
+  Site s = staticInlined(__LINE__);
+  return s;
+}
+
+struct Gadget {
+  Site site;
+  __attribute__((always_inline)) explicit Gadget(uint32_t callLine)
+      : site{symtest_probe(), __LINE__, callLine} {}
+};
+
+SYMTEST_KEEP Site withInlinedConstructor() {
+  Gadget g(__LINE__);
+  return g.site;
+}
+
 }  // namespace symtest

@@ -24,7 +24,19 @@ struct Widget {
   Site method(int value) const;
 };
 
+// An inlined static function (DWARF has no linkage name for it) and an inlined constructor.
+Site withStaticInlined();
+Site withInlinedConstructor();
+
 }  // namespace symtest
 
 // The caller's return address (a plain C symbol: the executable's tests call it too).
 extern "C" uint64_t symtest_probe();
+// A function compiled as C (symtest_c.c), same report.
+extern "C" {
+struct symtest_c_site {
+  uint64_t address;
+  uint32_t line;
+};
+symtest_c_site symtest_c_function();
+}
