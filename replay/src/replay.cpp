@@ -749,6 +749,7 @@ void Replay::seek(uint64_t limit, Observer* observer) {
       throw ReplayError("cannot observe a backward seek (from " + describe(position_) + " to " +
                         describe(limit) + ")");
     runForward(limit, observer);
+    live_.shrinkToFit();
     return;
   }
   // The last checkpoint at or before the limit.
@@ -768,11 +769,13 @@ void Replay::seek(uint64_t limit, Observer* observer) {
     resetState();
   }
   runForward(limit, nullptr);
+  live_.shrinkToFit();
 }
 
 void Replay::replayFromStart(uint64_t limit) {
   resetState();
   runForward(limit, nullptr);
+  live_.shrinkToFit();
 }
 
 // ---- Checkpoints ------------------------------------------------------------------------------

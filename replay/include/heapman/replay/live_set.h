@@ -1,14 +1,15 @@
 // LiveSet: the objects alive at one point of a replay, keyed by address.
 //
-// Layout: one open-addressing table of 16-byte slots {distance << 48 | address, birthSeq << 24 |
-// info}, Robin Hood ordered with backward-shift deletion, so it stays fast at a load factor of up to 7/8. It grows
-// by 5/4 (not 2), which keeps the load between 0.7 and 0.875 once it holds more than a few
-// thousand objects: 18.3-22.9 bytes per live object. Everything else an object has (heap kind,
-// sizes, stack, type, thread) lives once per distinct combination in the replay's AllocInfo
-// dictionary; the GC epoch of birth is derived from birthSeq.
+// Layout: one open-addressing table of 16-byte slots {distance << 48 | address,
+// birthSeq << 24 | info}, Robin Hood ordered with backward-shift deletion, so it stays fast at a
+// load factor of up to 7/8. It grows by 5/4 (not 2) to a load of 0.7, and shrinkToFit() rebuilds
+// it at 0.8 when the load has fallen below 2/3, so at rest, once it holds more than a few thousand
+// slots, it costs 18.3-24 bytes per live object. Everything else an object has (heap kind, sizes, stack, type, thread)
+// lives once per distinct combination in the replay's AllocInfo dictionary; the GC epoch of
+// birth is derived from birthSeq.
 //
-// Limits: addresses are never 0 (0 marks an empty slot) and below 2^48; info ids < 2^24, birth seq < 2^40
-// (checked by the engine). Not thread-safe.
+// Limits: addresses are never 0 (0 marks an empty slot) and below 2^48; info ids < 2^24, birth
+// seq < 2^40 (checked by the engine). Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -131,6 +132,13 @@ class LiveSet {
     return true;
   }
 
+  // Below a load of 2/3 (more than 24 bytes per object), rebuilds at 0.8. Not done on erase:
+  // a live set that swings by a few percent would be rebuilt over and over (40% slower replay
+  // on the churn log); the engine calls it when a seek hands the state to a query.
+  void shrinkToFit() {
+    if (size_ * 3 < capacity_ * 2 && capacity_ > kShrinkAbove) regrow(size_ + size_ / 4 + 1);
+  }
+
   // The live object at address, if any.
   std::optional<LiveObject> find(uint64_t address) const {
     size_t i = home(address);
@@ -153,6 +161,7 @@ class LiveSet {
  private:
   __extension__ typedef unsigned __int128 U128;
   static constexpr size_t kMinCapacity = 64;
+  static constexpr size_t kShrinkAbove = 4096;  // small tables keep their slack
   // A slot's address word holds the address in its low 48 bits and the slot's distance from the
   // address's home slot in the high 16, so probing never rehashes the residents.
   static constexpr unsigned kDistShift = 48;
