@@ -14,7 +14,7 @@
 // alloc at a live address replaces the old object (counted); Realloc with oldAddress 0 is an
 // alloc, else the old object dies and the new one is born; Collected sets take effect at their
 // GC's GcEnd. Errors: ReplayError (bad point, out of range) and log::FormatError (corrupt log).
-// Threads: one thread uses a Replay at a time.
+// Threads: one thread uses a Replay at a time (seek() may decode on a helper thread of its own).
 #pragma once
 
 #include <cstdint>
