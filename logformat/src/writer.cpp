@@ -407,39 +407,46 @@ void LogWriter::write(const Record& r) {
 
 void LogWriter::write(const RamSegment& r) {
   if (!ok_ || finished_) return;
-  Impl& d = *impl_;
-  auto put = [&](uint64_t address, uint64_t length, uint64_t hash, const uint8_t* bytes,
-                 bool stored) {
-    if (d.ramCount == 0) d.ramEntry = IndexEntry{};
-    d.ram.putByte(static_cast<uint8_t>(r.kind));
-    d.ram.putByte(stored ? 1 : 0);
-    d.ram.putVarint(r.gcNumber);
-    d.ram.putVarint(address);
-    d.ram.putVarint(length);
-    d.ram.putU64(hash);
-    if (stored) d.ram.putBytes(bytes, length);
-    d.noteGc(r.gcNumber, d.ramEntry);
-    ++d.ramCount;
-    if (d.ram.size() >= options_.ramChunkBytes) flushRam();
-  };
-  if (!r.hasBytes) {
-    put(r.address, r.length, r.hash, nullptr, false);
+  if (r.hasBytes) {
+    if (r.bytes.size() != r.length) {
+      fail("RAM segment length does not match its bytes");
+      return;
+    }
+    writeRam(r.kind, r.gcNumber, r.address, r.bytes);
     return;
   }
-  if (r.bytes.size() != r.length) {
-    fail("RAM segment length does not match its bytes");
-    return;
-  }
+  putRam(r.kind, r.gcNumber, r.address, r.length, r.hash, nullptr);
+}
+
+void LogWriter::writeRam(SegmentKind kind, uint32_t gcNumber, uint64_t address,
+                         std::span<const uint8_t> bytes) {
+  if (!ok_ || finished_) return;
   uint64_t piece = std::max<uint32_t>(1, options_.maxSegmentBytes);
   uint64_t off = 0;
   do {
-    uint64_t n = std::min(piece, r.length - off);
-    const uint8_t* p = r.bytes.data() + off;
+    uint64_t n = std::min<uint64_t>(piece, bytes.size() - off);
+    const uint8_t* p = bytes.data() + off;
     uint64_t h = XXH3_64bits(p, n);
     bool fresh = impl_->ramHashes.insert(h).second;
-    put(r.address + off, n, h, p, fresh);
+    putRam(kind, gcNumber, address + off, n, h, fresh ? p : nullptr);
     off += n;
-  } while (off < r.length && ok_);
+  } while (off < bytes.size() && ok_);
+}
+
+void LogWriter::putRam(SegmentKind kind, uint32_t gcNumber, uint64_t address, uint64_t length,
+                       uint64_t hash, const uint8_t* bytes) {
+  Impl& d = *impl_;
+  if (d.ramCount == 0) d.ramEntry = IndexEntry{};
+  d.ram.putByte(static_cast<uint8_t>(kind));
+  d.ram.putByte(bytes ? 1 : 0);
+  d.ram.putVarint(gcNumber);
+  d.ram.putVarint(address);
+  d.ram.putVarint(length);
+  d.ram.putU64(hash);
+  if (bytes) d.ram.putBytes(bytes, length);
+  d.noteGc(gcNumber, d.ramEntry);
+  ++d.ramCount;
+  if (d.ram.size() >= options_.ramChunkBytes) flushRam();
 }
 
 void LogWriter::writeChunk(uint16_t type, const uint8_t* raw, size_t rawLen, uint64_t firstSeq,

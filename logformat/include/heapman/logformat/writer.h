@@ -88,6 +88,9 @@ class LogWriter {
   void write(const Record& r);
   // RAM dump segment; bytes must hold `length` bytes when hasBytes. Large ones are split.
   void write(const RamSegment& r);
+  // The same for bytes in place (the recorder's dump buffers): stored once per content hash.
+  void writeRam(SegmentKind kind, uint32_t gcNumber, uint64_t address,
+                std::span<const uint8_t> bytes);
 
   // Closes the open chunks (records and RAM) and writes them; the log is readable up to here.
   void flush();
@@ -108,6 +111,8 @@ class LogWriter {
   void writeExtended(ExtKind kind, const EventCommon* ev, const std::vector<uint8_t>& body);
   void flushRecords();
   void flushRam();
+  void putRam(SegmentKind kind, uint32_t gcNumber, uint64_t address, uint64_t length,
+              uint64_t hash, const uint8_t* bytes);  // bytes null: stored earlier
   void writeChunk(uint16_t type, const uint8_t* raw, size_t rawLen, uint64_t firstSeq,
                   uint32_t count, IndexEntry* entry);
 
