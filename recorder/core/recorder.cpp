@@ -269,7 +269,8 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
   uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
   uint32_t n = 0;
   bool inSelf = true;  // skip the recorder's own frames at the leaf
-  while (n < max && fp >= low && fp + 16 <= high && (fp & 7) == 0) {
+  // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
+  while (n < max && fp >= low && high >= 16 && fp <= high - 16 && (fp & 7) == 0) {
     auto* frame = reinterpret_cast<const uintptr_t*>(fp);
     uintptr_t ret = frame[1];
     if (ret < 4096) break;
@@ -466,6 +467,7 @@ HEAPMAN_EXPORT void heapman_record_event(const char* name, const void* data, siz
   std::memcpy(extraOf(e), name, nameLen);
   if (len) std::memcpy(extraOf(e) + nameLen, data, len);
   commit(r, e);
+  if (noteEventForGc) noteEventForGc(name, nameLen);
 }
 
 HEAPMAN_EXPORT void heapman_record_frame(void) {

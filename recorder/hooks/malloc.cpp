@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include <cstring>
@@ -181,4 +182,16 @@ HEAPMAN_EXPORT int dlclose(void* handle) {
   int rc = real ? real(handle) : -1;
   recordModules();
   return rc;
+}
+
+// pthread_getattr_np holds the thread's internal lock while it allocates (fopen of
+// /proc/self/maps for the main thread), and the recorder calls it itself when a thread records
+// its first event: the recorder's own call would wait for that lock forever. Allocations inside
+// it are glibc's own, freed before it returns: they go unrecorded (bdwgc's GC_init calls it
+// before the main thread has recorded anything).
+HEAPMAN_EXPORT int pthread_getattr_np(pthread_t thread, pthread_attr_t* attr) {
+  static auto real = reinterpret_cast<int (*)(pthread_t, pthread_attr_t*)>(
+      dlsym(RTLD_NEXT, "pthread_getattr_np"));
+  Guard guard;
+  return real ? real(thread, attr) : ENOSYS;
 }

@@ -157,3 +157,17 @@ TEST_CASE("backtraces: code without frame pointers is unwound from DWARF informa
     requireChain(b, stackFrames(b.log, b.directAlloc->stackId), {"chain_c", "run"});
   }
 }
+
+// A frameless caller may leave anything in the frame-pointer register (libdw left 0xfff...f8,
+// and the walk's bound check overflowed). Every allocation is still recorded and the program
+// exits normally.
+TEST_CASE("backtrace: garbage in the frame-pointer register", "[recorder][backtrace]") {
+  using namespace hmrec;
+  TempDir dir;
+  Recording rec = record(dir, "badfp", {HMREC_PROG_BADFP, "5000"});
+  requireRecorded(rec);
+  REQUIRE(rec.result.out == "allocs 5000\n");
+  LogSummary sum = summarizeLog(rec.logPath);
+  CHECK(sum.heaps[0].allocs >= 5000);
+  CHECK(sum.heaps[0].frees >= 5000);
+}
