@@ -72,6 +72,7 @@ struct State {
   enum class Unwind : uint8_t { kFramePointers, kAuto, kDwarf };
   Unwind unwind = Unwind::kAuto;
   char output[4096] = {};
+  char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
 };
 extern State g;
 
@@ -122,6 +123,10 @@ void finishRecording();
 // committed so far; waits at most ~2 s (the writer may itself be stuck behind a lock the dying
 // thread holds).
 void flushForCrash();
+
+// hooks/bdwgc.cpp, when linked in: a custom event may ask for a RAM dump at the next collection
+// (policy event:NAME).
+void noteEventForGc(const char* name, size_t len) __attribute__((weak));
 
 // hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
 void installCrashHandlers();

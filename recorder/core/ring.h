@@ -30,6 +30,13 @@ enum class Kind : uint8_t {
   kNop = 9,          // a sequence number that ended up unused (a realloc that failed)
   kModules = 10,     // the module list after a dlopen/dlclose (modules.h blob in the extra bytes);
                      // it holds `seqs` sequence numbers for the ModuleLoad/Unload records
+  // bdwgc (hooks/bdwgc.cpp). GC events come from the collecting thread's ring.
+  kGcBegin = 11,     // a = GC number, b = heap size
+  kGcEnd = 12,       // a = GC number, b = heap size, c = free bytes, extra = pause ns
+  kCollected = 13,   // a = GC number; extra bytes: the addresses (u64) it collected, unsorted
+  kRootRange = 14,   // a = low, b = size, c = 1 added / 0 removed, heap = log::RootSource
+  kRootSet = 15,     // a = GC number; extra bytes: RootSetEntry[]
+  kRamDump = 16,     // a = RamDump* (the writer compresses and frees it); b = GC number
   kPad = 0xFF,       // filler to the end of the buffer
 };
 

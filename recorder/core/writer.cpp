@@ -7,6 +7,7 @@
 #include <gnu/libc-version.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gc_events.h"
 #include "heapman/logformat/writer.h"
 #include "modules.h"
 #include "recorder.h"
@@ -176,6 +178,7 @@ class Writer {
     h.startClockNs = g.ns0;
     h.pointerSize = sizeof(void*);
     h.runtimes = {{Runtime::Kind::kNativeMalloc, std::string("glibc ") + gnu_get_libc_version()}};
+    if (g.bdwgcVersion[0]) h.runtimes.push_back({Runtime::Kind::kBdwgc, g.bdwgcVersion});
     const char* unwind = g.unwind == State::Unwind::kDwarf             ? "dwarf"
                          : g.unwind == State::Unwind::kFramePointers ? "fp"
                                                                      : "auto";
@@ -362,6 +365,44 @@ class Writer {
         applyModules(deserializeModules(extraOf(e), e->extraLen), e->seq, e->seqs,
                      timeOf(e->tsc));
         break;
+      case Kind::kGcBegin:
+        log_->write(GcBegin{ev, static_cast<uint32_t>(e->a), e->b, -1});
+        break;
+      case Kind::kGcEnd:
+        log_->write(GcEnd{ev, static_cast<uint32_t>(e->a), e->b, e->c, e->extra});
+        break;
+      case Kind::kCollected: {
+        // No sequence number of its own in the log: it takes effect at its GC's GcEnd.
+        const auto* addrs = reinterpret_cast<const uint64_t*>(extraOf(e));
+        log_->write(Collected{static_cast<uint32_t>(e->a),
+                              std::vector<uint64_t>(addrs, addrs + e->extraLen / 8)});
+        break;
+      }
+      case Kind::kRootRange:
+        log_->write(RootRange{ev, e->c != 0, e->a, e->b, static_cast<RootSource>(e->heap), {}});
+        break;
+      case Kind::kRootSet: {
+        RootSet rs{ev, static_cast<uint32_t>(e->a), {}};
+        const auto* entries = reinterpret_cast<const RootSetEntry*>(extraOf(e));
+        for (uint32_t i = 0; i < e->extraLen / sizeof(RootSetEntry); ++i)
+          rs.roots.push_back({entries[i].address, entries[i].size,
+                              static_cast<RootSource>(entries[i].source), entries[i].thread});
+        log_->write(rs);
+        break;
+      }
+      case Kind::kRamDump: {
+        auto* d = reinterpret_cast<RamDump*>(e->a);
+        for (uint32_t i = 0; i < d->count; ++i) {
+          const RamDump::Entry& en = d->entries()[i];
+          log_->writeRam(static_cast<SegmentKind>(en.kind), d->gcNumber, en.address,
+                         {d->base() + en.offset, static_cast<size_t>(en.length)});
+        }
+        ramDumps_.count++;
+        ramDumps_.copyNs += d->copyNs;
+        ramDumps_.bytes += d->mapLength;
+        munmap(d, d->mapLength);
+        break;
+      }
       case Kind::kNop:
       case Kind::kPad:
         break;
@@ -390,6 +431,9 @@ class Writer {
   uint64_t lastRescanNs_ = 0;
   uint32_t flushesAnswered_ = 0;
   bool reported_ = false;
+  struct {
+    uint64_t count = 0, copyNs = 0, bytes = 0;
+  } ramDumps_;
 };
 
 void* writerMain(void*) {

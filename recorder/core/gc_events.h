@@ -1,0 +1,40 @@
+// What the bdwgc hooks (hooks/bdwgc.cpp) hand to the writer thread besides plain ring events:
+// root-set entries and RAM dumps. Both are built under the collector's lock with no allocation
+// from any heap (ring bytes, or one mmap'd block); the writer turns them into log records.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace heapman::rec {
+
+// One root range of a kRootSet event's extra bytes.
+struct RootSetEntry {
+  uint64_t address;
+  uint64_t size;
+  uint32_t thread;  // recorder thread index of a stack, else 0
+  uint8_t source;   // log::RootSource
+  uint8_t pad[3];
+};
+static_assert(sizeof(RootSetEntry) == 24);
+
+// A RAM dump: one mmap'd block holding this header, `count` entries, then the copied bytes.
+// The hooks fill it under the collector's lock (memcpy only); the writer thread hashes,
+// deduplicates and compresses the segments off that lock and unmaps the block.
+struct RamDump {
+  struct Entry {
+    uint64_t address;
+    uint64_t length;
+    uint64_t offset;  // of the bytes, from the start of the block
+    uint8_t kind;     // log::SegmentKind
+    uint8_t pad[7];
+  };
+  size_t mapLength;
+  uint32_t gcNumber;
+  uint32_t count;
+  uint64_t copyNs;  // time spent copying under the lock
+  Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
+  const uint8_t* base() const { return reinterpret_cast<const uint8_t*>(this); }
+};
+
+}  // namespace heapman::rec

@@ -1,0 +1,1120 @@
+// bdwgc (Boehm-Demers-Weiser collector), interposed by LD_PRELOAD on programs linked against
+// libgc.so.1: every public allocation entry point, GC_free, GC_realloc, root registration, and
+// the collector's event callbacks. Measured facts this relies on are in shared/FINDINGS.md.
+//
+// Allocations. Each hook calls the real function (found with dlsym(RTLD_NEXT)) and records an
+// Alloc with the caller's stack. libgc calls its own public functions through the PLT
+// (GC_malloc -> GC_malloc_kind -> GC_generic_malloc, GC_strdup -> GC_malloc_atomic, GC_realloc ->
+// GC_free): a thread-local depth counter records only the outermost call. Batch allocators
+// (GC_malloc_many, GC_generic_malloc_many) return a list linked through each object's first word;
+// every object of it is recorded, with the refill's stack.
+//
+// Which objects a collection freed, exactly. The recorder keeps the set of tracked live objects:
+// each thread appends the objects it allocates to its own queue (no lock, no atomic RMW on the
+// hot path); the queues are drained into one hash set only while the collector's allocation lock
+// is held (in the collection callback, or through GC_call_with_alloc_lock for an explicit free).
+// At GC_EVENT_RECLAIM_END (lock held, world running, marks complete, finalizable objects already
+// resurrected) an object p of the set was collected iff GC_base(p) != p || !GC_is_marked(p);
+// GC_base first, since blocks freed whole are gone by then. Objects other threads allocate while
+// the collector finishes come from thread-local free lists, whose objects the collector marked
+// (GC_set_fl_marks), so they are never mistaken for garbage. Mark bits stay valid through lazy
+// sweeping, until the next collection clears them.
+//
+// Explicit frees are recorded before the real GC_free (the address may be handed out again at
+// once), and leave the set under the allocation lock, after the queues are drained: a later
+// object at the same address is then still in a queue and survives. Frees of objects the recorder
+// never saw (libgc's own tables, allocated without the PLT) are counted, not errors.
+//
+// Collection events: the program's own GC_set_on_collection_event / GC_set_on_thread_event /
+// GC_register_has_static_roots_callback callbacks are kept and chained, never replaced. While the
+// world is stopped (thread and static-root callbacks) only static arrays are written: no lock, no
+// allocation. Everything else happens at RECLAIM_END: the collected set, the root set, the RAM
+// dump (memcpy into one mmap'd block; the writer thread hashes and compresses it later).
+#define GC_THREADS
+#define GC_NO_THREAD_REDIRECTS
+// decltype(GC_malloc) drops gc.h's malloc/alloc_size attributes, which is what we want for the
+// pointer types of the real functions.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+#include <gc/gc.h>
+#include <gc/gc_disclaim.h>
+#include <gc/gc_gcj.h>
+#include <gc/gc_inline.h>
+#include <gc/gc_mark.h>
+#include <gc/gc_typed.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "../core/gc_events.h"
+#include "../core/recorder.h"
+#include "heapman/logformat/format.h"
+#include "heapman/logformat/records.h"
+
+namespace heapman::rec {
+namespace {
+
+using log::HeapKind;
+
+__thread int t_gcDepth HEAPMAN_TLS = 0;       // inside a hooked GC_* call
+__thread bool t_inCallback HEAPMAN_TLS = false;  // this thread runs our collection callback
+
+// A libgc function, looked up on first use. dlsym may allocate: the guard sends that to the
+// real malloc unrecorded.
+template <class Fn>
+struct Real {
+  const char* name;
+  std::atomic<Fn*> fn{nullptr};
+  Fn* get() {
+    Fn* f = fn.load(std::memory_order_relaxed);
+    if (__builtin_expect(f == nullptr, 0)) {
+      Guard guard;
+      f = reinterpret_cast<Fn*>(dlsym(RTLD_NEXT, name));
+      if (!f) {
+        say("%s not found in the program's libgc; aborting", name);
+        abort();  // the program called a libgc function that libgc does not have
+      }
+      fn.store(f, std::memory_order_relaxed);
+    }
+    return f;
+  }
+};
+#define HEAPMAN_REAL(fn) Real<decltype(::fn)> real_##fn{#fn}
+HEAPMAN_REAL(GC_base);
+HEAPMAN_REAL(GC_is_marked);
+HEAPMAN_REAL(GC_size);
+HEAPMAN_REAL(GC_call_with_alloc_lock);
+HEAPMAN_REAL(GC_get_prof_stats_unsafe);
+HEAPMAN_REAL(GC_get_gc_no);
+HEAPMAN_REAL(GC_get_kind_and_size);
+HEAPMAN_REAL(GC_set_on_collection_event);
+HEAPMAN_REAL(GC_set_on_thread_event);
+HEAPMAN_REAL(GC_register_has_static_roots_callback);
+
+// ---------------------------------------------------------------------------------------------
+// Memory of our own: mmap, never a hooked heap.
+
+void* mapBytes(size_t n) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-thread birth queues: single producer (the allocating thread), single consumer (whoever
+// holds the allocation lock). Blocks of addresses linked in order; the consumer unmaps blocks it
+// has finished.
+
+constexpr uint32_t kBlockEntries = (1u << 17) - 4;  // a 1 MiB block
+struct BirthBlock {
+  std::atomic<uint32_t> used{0};
+  std::atomic<BirthBlock*> next{nullptr};
+  uint64_t addresses[kBlockEntries];
+};
+
+struct Births {
+  BirthBlock* write = nullptr;        // producer
+  BirthBlock* read = nullptr;         // consumer
+  uint32_t readPos = 0;               // consumer
+  std::atomic<uint32_t> blocks{0};    // blocks not yet released by the consumer
+  std::atomic<bool> closed{false};    // the thread exited
+  Births* next = nullptr;             // registry
+};
+
+std::atomic<Births*> g_births{nullptr};  // registry, newest first
+__thread Births* t_births HEAPMAN_TLS = nullptr;
+pthread_key_t g_birthsKey;
+
+// pthread key destructor. An allocation in a later destructor starts a new queue.
+void closeBirths(void* p) {
+  t_births = nullptr;
+  static_cast<Births*>(p)->closed.store(true, std::memory_order_release);
+}
+
+Births* threadBirths() {
+  if (t_births) return t_births;
+  auto* b = static_cast<Births*>(mapBytes(sizeof(Births)));
+  auto* block = static_cast<BirthBlock*>(mapBytes(sizeof(BirthBlock)));
+  if (!b || !block) return nullptr;
+  new (b) Births;
+  new (block) BirthBlock;
+  b->write = b->read = block;
+  b->blocks.store(1, std::memory_order_relaxed);
+  Births* head = g_births.load(std::memory_order_relaxed);
+  do {
+    b->next = head;
+  } while (!g_births.compare_exchange_weak(head, b, std::memory_order_release,
+                                           std::memory_order_relaxed));
+  t_births = b;
+  pthread_setspecific(g_birthsKey, b);
+  return b;
+}
+
+void consolidateLocked();
+void* consolidateCallback(void*) {
+  consolidateLocked();
+  return nullptr;
+}
+
+// Hot path: one store and one release store.
+inline void pushBirth(uint64_t key) {
+  Births* b = threadBirths();
+  if (!b) return;
+  BirthBlock* w = b->write;
+  uint32_t u = w->used.load(std::memory_order_relaxed);
+  if (__builtin_expect(u == kBlockEntries, 0)) {
+    auto* block = static_cast<BirthBlock*>(mapBytes(sizeof(BirthBlock)));
+    if (!block) return;
+    new (block) BirthBlock;
+    w->next.store(block, std::memory_order_release);
+    b->write = w = block;
+    u = 0;
+    // Many births and no collection (GC_disable, uncollectable objects): drain under the lock
+    // now and then, so the queue stays bounded.
+    if (b->blocks.fetch_add(1, std::memory_order_relaxed) >= 8 && !t_inCallback)
+      real_GC_call_with_alloc_lock.get()(consolidateCallback, nullptr);
+  }
+  w->addresses[u] = key;
+  w->used.store(u + 1, std::memory_order_release);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tracked live set: open addressing, linear probing, backward-shift deletion. Keys are object
+// addresses; bit 0 marks an object of the GC_debug_* family (its recorded address lies past a
+// debug header: the key holds the object's base). Only touched with the allocation lock held.
+
+class LiveSet {
+ public:
+  size_t size() const { return count_; }
+  size_t capacity() const { return slots_ ? mask_ + 1 : 0; }
+  uint64_t slot(size_t i) const { return slots_[i]; }
+
+  bool insert(uint64_t key) {
+    if ((count_ + 1) * 2 > capacity() && !grow()) return false;
+    size_t i = hash(key) & mask_;
+    while (slots_[i]) {
+      if (slots_[i] == key) return false;
+      i = (i + 1) & mask_;
+    }
+    slots_[i] = key;
+    ++count_;
+    return true;
+  }
+
+  bool erase(uint64_t key) {
+    if (!slots_) return false;
+    size_t i = hash(key) & mask_;
+    while (slots_[i] != key) {
+      if (!slots_[i]) return false;
+      i = (i + 1) & mask_;
+    }
+    // Backward shift: move later members of the cluster into the hole when their home allows.
+    for (size_t j = (i + 1) & mask_; slots_[j]; j = (j + 1) & mask_) {
+      size_t home = hash(slots_[j]) & mask_;
+      if (((j - home) & mask_) >= ((j - i) & mask_)) {
+        slots_[i] = slots_[j];
+        i = j;
+      }
+    }
+    slots_[i] = 0;
+    --count_;
+    return true;
+  }
+
+  void clear() {
+    if (slots_) std::memset(slots_, 0, capacity() * sizeof(uint64_t));
+    count_ = 0;
+  }
+
+ private:
+  static size_t hash(uint64_t k) { return (k >> 4) * 0x9E3779B97F4A7C15ull >> 20; }
+  bool grow() {
+    size_t cap = slots_ ? capacity() * 2 : (1u << 16);
+    auto* fresh = static_cast<uint64_t*>(mapBytes(cap * sizeof(uint64_t)));
+    if (!fresh) return false;
+    uint64_t* old = slots_;
+    size_t oldCap = slots_ ? capacity() : 0;
+    slots_ = fresh;
+    mask_ = cap - 1;
+    count_ = 0;
+    for (size_t i = 0; i < oldCap; ++i)
+      if (old[i]) insert(old[i]);
+    if (old) munmap(old, oldCap * sizeof(uint64_t));
+    return true;
+  }
+  uint64_t* slots_ = nullptr;
+  size_t mask_ = 0;
+  size_t count_ = 0;
+};
+
+LiveSet g_live;
+uint64_t g_unknownFrees = 0;
+uint64_t g_debugOffset = 0;  // recorded address - base, for GC_debug_* objects (a constant)
+
+// Allocation lock held.
+void consolidateLocked() {
+  Births* prev = nullptr;
+  for (Births* b = g_births.load(std::memory_order_acquire), *after; b; b = after) {
+    after = b->next;
+    for (;;) {
+      BirthBlock* blk = b->read;
+      uint32_t n = blk->used.load(std::memory_order_acquire);
+      for (uint32_t i = b->readPos; i < n; ++i) g_live.insert(blk->addresses[i]);
+      b->readPos = n;
+      BirthBlock* next = blk->next.load(std::memory_order_acquire);
+      if (n < kBlockEntries || !next) break;
+      b->read = next;
+      b->readPos = 0;
+      munmap(blk, sizeof(BirthBlock));
+      b->blocks.fetch_sub(1, std::memory_order_relaxed);
+    }
+    // A thread that exited and whose births are all in the set: unlink (never the list head,
+    // where producers push) and unmap.
+    if (prev && b->closed.load(std::memory_order_acquire) &&
+        b->readPos == b->read->used.load(std::memory_order_acquire) &&
+        !b->read->next.load(std::memory_order_acquire)) {
+      prev->next = after;
+      munmap(b->read, sizeof(BirthBlock));
+      munmap(b, sizeof(Births));
+      continue;
+    }
+    prev = b;
+  }
+}
+
+void* eraseCallback(void* key) {
+  consolidateLocked();
+  if (!g_live.erase(reinterpret_cast<uint64_t>(key))) ++g_unknownFrees;
+  return nullptr;
+}
+
+void untrack(uint64_t key) {
+  if (t_inCallback)
+    eraseCallback(reinterpret_cast<void*>(key));  // we hold the lock already
+  else
+    real_GC_call_with_alloc_lock.get()(eraseCallback, reinterpret_cast<void*>(key));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recording.
+
+inline bool recording() { return !t_gcDepth && !t_guard && g.active.load(std::memory_order_relaxed); }
+
+struct Depth {
+  Depth() { ++t_gcDepth; }
+  ~Depth() { --t_gcDepth; }
+};
+
+inline RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap) {
+  r = threadRing();
+  if (!r) return nullptr;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = captureStack(frames, g.depth);
+  bool same = sameStack(r, frames, n);
+  RawEvent* e = begin(r, kind, same ? 0 : n, 0);
+  if (!e) return nullptr;
+  e->heap = heap;
+  if (same)
+    e->flags = kSameStack;
+  else
+    std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  return e;
+}
+
+// Key of the tracked set for an object as the program sees it.
+inline uint64_t keyOf(void* p, bool debug) {
+  if (!debug) return reinterpret_cast<uint64_t>(p);
+  auto base = reinterpret_cast<uint64_t>(real_GC_base.get()(p));
+  return base | 1;
+}
+
+__attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bool debug) {
+  Guard guard;
+  uint64_t key = keyOf(p, debug);
+  uint64_t actual;
+  if (debug) {
+    uint64_t base = key & ~uint64_t{1};
+    g_debugOffset = reinterpret_cast<uint64_t>(p) - base;
+    actual = real_GC_size.get()(reinterpret_cast<void*>(base)) - g_debugOffset;
+  } else {
+    actual = real_GC_size.get()(p);
+  }
+  Ring* r;
+  if (RawEvent* e = beginWithStack(r, Kind::kAlloc, static_cast<uint8_t>(heap))) {
+    e->a = reinterpret_cast<uint64_t>(p);
+    e->b = size;
+    e->c = std::max<uint64_t>(actual, size);
+    commit(r, e);
+  }
+  pushBirth(key);
+}
+
+// A batch: the objects of a list linked through their first word, one stack for all.
+__attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap) {
+  Guard guard;
+  Ring* r = nullptr;
+  bool first = true;
+  for (void* q = list; q; q = *static_cast<void**>(q)) {
+    uint64_t actual = real_GC_size.get()(q);
+    RawEvent* e = first ? beginWithStack(r, Kind::kAlloc, 0) : r ? begin(r, Kind::kAlloc, 0, 0) : nullptr;
+    if (e) {
+      if (!first) e->flags = kSameStack;
+      e->heap = static_cast<uint8_t>(heap);
+      e->a = reinterpret_cast<uint64_t>(q);
+      e->b = size;
+      e->c = std::max<uint64_t>(actual, size);
+      commit(r, e);
+      first = false;
+    }
+    pushBirth(reinterpret_cast<uint64_t>(q));
+  }
+}
+
+__attribute__((noinline)) void onGcFree(void* p, HeapKind heap, bool debug) {
+  Guard guard;
+  Ring* r;
+  if (RawEvent* e = beginWithStack(r, Kind::kFree, static_cast<uint8_t>(heap))) {
+    e->a = reinterpret_cast<uint64_t>(p);
+    commit(r, e);
+  }
+  untrack(keyOf(p, debug));
+}
+
+HeapKind heapOfKind(int k);
+HeapKind heapOfObject(void* p, bool debug) {
+  Guard guard;
+  void* base = reinterpret_cast<void*>(keyOf(p, debug) & ~uint64_t{1});
+  return heapOfKind(real_GC_get_kind_and_size.get()(base, nullptr));
+}
+
+HeapKind heapOfKind(int k) {
+  switch (k) {
+    case 0: return HeapKind::kGcAtomic;          // PTRFREE
+    case 1: return HeapKind::kGcNormal;          // NORMAL
+    case 2: case 3: return HeapKind::kGcUncollectable;  // UNCOLLECTABLE, AUNCOLLECTABLE
+    default: return HeapKind::kOther;            // kinds the program (or gcj, typed) created
+  }
+}
+
+// Calls the real allocator; records the outermost call.
+template <class Fn, class... A>
+inline void* gcAlloc(Real<Fn>& real, HeapKind heap, size_t size, bool debug, A... args) {
+  Fn* f = real.get();
+  if (!recording()) return f(args...);
+  void* p;
+  {
+    Depth d;
+    p = f(args...);
+  }
+  if (p) onGcAlloc(p, size, heap, debug);
+  return p;
+}
+
+// realloc, recorded as a free of the old object before the real call (the collector may hand
+// its address to another thread at once) and an allocation of the result after it. Not one
+// two-phase event around the call: the call may run a collection, whose callback emits events
+// on this same thread.
+template <class Fn, class... A>
+inline void* gcRealloc(Real<Fn>& real, void* old, size_t n, bool debug, A... args) {
+  Fn* f = real.get();
+  if (!recording()) return f(args...);
+  void* p;
+  if (!old) {
+    {
+      Depth d;
+      p = f(args...);
+    }
+    if (p) onGcAlloc(p, n, HeapKind::kGcNormal, debug);
+    return p;
+  }
+  HeapKind heap = heapOfObject(old, debug);
+  onGcFree(old, heap, debug);
+  {
+    Depth d;
+    p = f(args...);
+  }
+  if (p)
+    onGcAlloc(p, n, heap, debug);
+  else if (n != 0)  // failed: the old object stays
+    onGcAlloc(old,
+              real_GC_size.get()(reinterpret_cast<void*>(keyOf(old, debug) & ~uint64_t{1})) -
+                  (debug ? g_debugOffset : 0),
+              heap, debug);
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Roots registered with GC_add_roots, kept for the root set of each collection. A tiny spinlock:
+// the callers are rare and never inside the stopped world.
+
+struct Range {
+  uint64_t low, high;
+};
+constexpr int kMaxRegistered = 4096;
+Range g_registered[kMaxRegistered];
+int g_registeredCount = 0;
+std::atomic<bool> g_registeredLock{false};
+struct SpinLock {
+  SpinLock() {
+    while (g_registeredLock.exchange(true, std::memory_order_acquire)) _mm_pause();
+  }
+  ~SpinLock() { g_registeredLock.store(false, std::memory_order_release); }
+};
+
+void recordRootRange(uint64_t low, uint64_t high, bool added) {
+  Guard guard;
+  Ring* r = threadRing();
+  if (!r) return;
+  if (RawEvent* e = begin(r, Kind::kRootRange, 0, 0)) {
+    e->heap = static_cast<uint8_t>(log::RootSource::kRegistered);
+    e->a = low;
+    e->b = high > low ? high - low : 0;
+    e->c = added;
+    commit(r, e);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collection callbacks.
+
+GC_on_collection_event_proc g_programCollectionEvent = nullptr;
+GC_on_thread_event_proc g_programThreadEvent = nullptr;
+GC_has_static_roots_func g_programStaticRoots = nullptr;
+
+// Filled while the world is stopped: no lock, no allocation.
+constexpr int kMaxStatic = 1024;
+Range g_static[kMaxStatic];
+std::atomic<int> g_staticCount{0};
+constexpr int kMaxSuspended = 1024;
+pthread_t g_suspended[kMaxSuspended];
+std::atomic<int> g_suspendedCount{0};
+
+// Stack bounds of threads, cached by pthread_t (pthread_getattr_np allocates and, for the main
+// thread, reads /proc/self/maps: not for every collection). Allocation lock held.
+struct StackInfo {
+  pthread_t thread;
+  uint64_t low, high;
+};
+constexpr int kMaxStacks = 1024;
+StackInfo g_stacks[kMaxStacks];
+int g_stackCount = 0;
+
+bool stackOf(pthread_t t, uint64_t& low, uint64_t& high) {
+  for (int i = 0; i < g_stackCount; ++i)
+    if (pthread_equal(g_stacks[i].thread, t)) {
+      low = g_stacks[i].low;
+      high = g_stacks[i].high;
+      return true;
+    }
+  pthread_attr_t attr;
+  if (pthread_getattr_np(t, &attr) != 0) return false;
+  void* addr = nullptr;
+  size_t size = 0;
+  bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
+  pthread_attr_destroy(&attr);
+  if (!ok) return false;
+  low = reinterpret_cast<uint64_t>(addr);
+  high = low + size;
+  if (g_stackCount == kMaxStacks) g_stackCount = 0;  // forget old threads
+  g_stacks[g_stackCount++] = {t, low, high};
+  return true;
+}
+
+// The part of [low, high) the stack really uses: from the first resident page (a stack grows
+// down; reading below it would only grow the main thread's stack mapping).
+uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp) {
+  if (sp > low && sp < high) return sp & ~uint64_t{4095};
+  const uint64_t page = 4096;
+  low &= ~(page - 1);
+  size_t pages = (high - low + page - 1) / page;
+  static unsigned char vec[1 << 16];
+  if (pages > sizeof vec) {
+    low = high - sizeof vec * page;
+    pages = sizeof vec;
+  }
+  if (mincore(reinterpret_cast<void*>(low), pages * page, vec) != 0) return high;
+  for (size_t i = 0; i < pages; ++i)
+    if (vec[i] & 1) return low + i * page;
+  return high;
+}
+
+// RAM dump policy (HEAPMAN_RAM_DUMPS): off, every, every:N, event:NAME.
+enum class DumpPolicy : uint8_t { kOff, kEvery, kEveryNth, kAtEvent };
+DumpPolicy g_dumpPolicy = DumpPolicy::kOff;
+uint32_t g_dumpEvery = 1;
+char g_dumpEvent[256] = {};
+std::atomic<bool> g_dumpRequested{false};
+
+uint64_t g_gcStartNs = 0;
+uint32_t g_gcNumber = 0;
+
+// Heap size and free bytes, mapped memory only. The unsynchronized getter: the callers hold the
+// allocation lock (GC_get_heap_usage_safe takes it in libgc 8.2 and would deadlock here).
+struct HeapUsage {
+  uint64_t heap = 0, free = 0;
+};
+HeapUsage heapUsage() {
+  GC_prof_stats_s st{};
+  real_GC_get_prof_stats_unsafe.get()(&st, sizeof st);
+  return {st.heapsize_full - st.unmapped_bytes, st.free_bytes_full - st.unmapped_bytes};
+}
+
+void emitGcBegin() {
+  Guard guard;
+  g_gcNumber = static_cast<uint32_t>(real_GC_get_gc_no.get()()) + 1;
+  g_gcStartNs = monotonicNs();
+  g_staticCount.store(0, std::memory_order_relaxed);
+  g_suspendedCount.store(0, std::memory_order_relaxed);
+  Ring* r = threadRing();
+  if (!r) return;
+  HeapUsage use = heapUsage();
+  if (RawEvent* e = begin(r, Kind::kGcBegin, 0, 0)) {
+    e->a = g_gcNumber;
+    e->b = use.heap;
+    commit(r, e);
+  }
+}
+
+// The collected set, in ring events of at most kCollectedBatch addresses.
+constexpr uint32_t kCollectedBatch = 8192;
+uint64_t* g_collected = nullptr;
+size_t g_collectedCap = 0;
+
+void emitCollected(Ring* r, const uint64_t* addrs, size_t n) {
+  for (size_t at = 0; at < n; at += kCollectedBatch) {
+    auto k = static_cast<uint32_t>(std::min<size_t>(kCollectedBatch, n - at));
+    RawEvent* e = begin(r, Kind::kCollected, 0, k * sizeof(uint64_t));
+    if (!e) continue;  // counted as lost by begin()
+    e->a = g_gcNumber;
+    std::memcpy(extraOf(e), addrs + at, k * sizeof(uint64_t));
+    commit(r, e);
+  }
+}
+
+size_t sweep() {
+  consolidateLocked();
+  if (g_collectedCap < g_live.size()) {
+    if (g_collected) munmap(g_collected, g_collectedCap * sizeof(uint64_t));
+    g_collectedCap = std::max<size_t>(g_live.size() * 2, 1u << 16);
+    g_collected = static_cast<uint64_t*>(mapBytes(g_collectedCap * sizeof(uint64_t)));
+    if (!g_collected) {
+      g_collectedCap = 0;
+      return 0;
+    }
+  }
+  auto* base = real_GC_base.get();
+  auto* isMarked = real_GC_is_marked.get();
+  size_t n = 0;
+  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i) {
+    uint64_t key = g_live.slot(i);
+    if (!key) continue;
+    auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
+    if (base(p) != p || !isMarked(p)) g_collected[n++] = key;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    g_live.erase(g_collected[i]);
+    if (g_collected[i] & 1) g_collected[i] = (g_collected[i] & ~uint64_t{1}) + g_debugOffset;
+  }
+  return n;
+}
+
+// The roots of the collection that is finishing: static data segments the collector reported,
+// ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own.
+// A stack's recorder thread index is not known from a pthread_t: entries carry kRecorderThread,
+// and their ranges match the ThreadStart records'. Allocation lock held (static storage).
+constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + 1;
+RootSetEntry g_roots[kMaxRoots];
+
+size_t collectRoots(uint64_t mySp) {
+  size_t n = 0;
+  auto add = [&](uint64_t low, uint64_t size, log::RootSource src) {
+    if (n < kMaxRoots && size)
+      g_roots[n++] = {low, size, log::kRecorderThread, static_cast<uint8_t>(src), {}};
+  };
+  int ns = std::min(g_staticCount.load(std::memory_order_relaxed), kMaxStatic);
+  for (int i = 0; i < ns; ++i)
+    add(g_static[i].low, g_static[i].high - g_static[i].low, log::RootSource::kStaticData);
+  {
+    SpinLock lock;
+    for (int i = 0; i < g_registeredCount; ++i)
+      add(g_registered[i].low, g_registered[i].high - g_registered[i].low,
+          log::RootSource::kRegistered);
+  }
+  uint64_t low, high;
+  int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
+  for (int i = 0; i < nt; ++i)
+    if (stackOf(g_suspended[i], low, high)) {
+      uint64_t from = stackInUse(low, high, 0);
+      add(from, high - from, log::RootSource::kThreadStack);
+    }
+  if (stackOf(pthread_self(), low, high)) {
+    uint64_t from = stackInUse(low, high, mySp);
+    add(from, high - from, log::RootSource::kThreadStack);
+  }
+  return n;
+}
+
+void emitRootSet(Ring* r, size_t n) {
+  if (RawEvent* e = begin(r, Kind::kRootSet, 0, static_cast<uint32_t>(n * sizeof(RootSetEntry)))) {
+    e->a = g_gcNumber;
+    std::memcpy(extraOf(e), g_roots, n * sizeof(RootSetEntry));
+    commit(r, e);
+  }
+}
+
+bool dumpThisGc() {
+  switch (g_dumpPolicy) {
+    case DumpPolicy::kOff: return false;
+    case DumpPolicy::kEvery: return true;
+    case DumpPolicy::kEveryNth: return g_gcNumber % g_dumpEvery == 0;
+    case DumpPolicy::kAtEvent: return g_dumpRequested.exchange(false, std::memory_order_relaxed);
+  }
+  return false;
+}
+
+// Copies every tracked live object, the root ranges and the thread stacks into one block for the
+// writer thread. Two passes over the set: sizes, then bytes (memcpy).
+void emitRamDump(Ring* r, const RootSetEntry* roots, size_t nroots) {
+  uint64_t t0 = monotonicNs();
+  auto* size = real_GC_size.get();
+  size_t count = 0, bytes = 0;
+  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i)
+    if (uint64_t key = g_live.slot(i)) {
+      ++count;
+      bytes += size(reinterpret_cast<void*>(key & ~uint64_t{1}));
+    }
+  for (size_t i = 0; i < nroots; ++i) bytes += roots[i].size;
+  count += nroots;
+  size_t header = sizeof(RamDump) + count * sizeof(RamDump::Entry);
+  size_t total = (header + bytes + 4095) & ~size_t{4095};
+  auto* d = static_cast<RamDump*>(mapBytes(total));
+  if (!d) return;
+  d->mapLength = total;
+  d->gcNumber = g_gcNumber;
+  RamDump::Entry* out = d->entries();
+  uint64_t off = header;
+  uint32_t k = 0;
+  auto put = [&](uint64_t address, const void* src, uint64_t len, log::SegmentKind kind) {
+    out[k] = {address, len, off, static_cast<uint8_t>(kind), {}};
+    std::memcpy(reinterpret_cast<uint8_t*>(d) + off, src, len);
+    off += len;
+    ++k;
+  };
+  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i)
+    if (uint64_t key = g_live.slot(i)) {
+      auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
+      put(reinterpret_cast<uint64_t>(p), p, size(p), log::SegmentKind::kObject);
+    }
+  for (size_t i = 0; i < nroots; ++i)
+    put(roots[i].address, reinterpret_cast<const void*>(roots[i].address), roots[i].size,
+        roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
+            ? log::SegmentKind::kThreadStack
+            : log::SegmentKind::kStaticRoot);
+  d->count = k;
+  d->copyNs = monotonicNs() - t0;
+  RawEvent* e = begin(r, Kind::kRamDump, 0, 0);
+  if (!e) {
+    munmap(d, total);
+    return;
+  }
+  e->a = reinterpret_cast<uint64_t>(d);
+  e->b = g_gcNumber;
+  commit(r, e);
+}
+
+void onReclaimEnd() {
+  Guard guard;
+  Ring* r = threadRing();
+  size_t n = sweep();
+  if (!r) return;
+  emitCollected(r, g_collected, n);
+  size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
+  emitRootSet(r, roots);
+  if (dumpThisGc()) emitRamDump(r, g_roots, roots);
+}
+
+void emitGcEnd() {
+  Guard guard;
+  Ring* r = threadRing();
+  if (!r) return;
+  HeapUsage use = heapUsage();
+  if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
+    e->a = g_gcNumber;
+    e->b = use.heap;
+    e->c = use.free;
+    e->extra = monotonicNs() - g_gcStartNs;
+    commit(r, e);
+  }
+}
+
+void GC_CALLBACK onCollectionEvent(GC_EventType event) {
+  if (g.active.load(std::memory_order_relaxed)) {
+    bool was = t_inCallback;
+    t_inCallback = true;
+    switch (event) {
+      case GC_EVENT_START: emitGcBegin(); break;
+      case GC_EVENT_RECLAIM_END: onReclaimEnd(); break;
+      case GC_EVENT_END: emitGcEnd(); break;
+      default: break;  // MARK_END and the stop-world events: the world is stopped, do nothing
+    }
+    t_inCallback = was;
+  }
+  if (g_programCollectionEvent) g_programCollectionEvent(event);
+}
+
+void GC_CALLBACK onThreadEvent(GC_EventType event, void* thread) {
+  if (event == GC_EVENT_THREAD_SUSPENDED) {
+    int i = g_suspendedCount.fetch_add(1, std::memory_order_relaxed);
+    if (i < kMaxSuspended) g_suspended[i] = reinterpret_cast<pthread_t>(thread);
+  }
+  if (g_programThreadEvent) g_programThreadEvent(event, thread);
+}
+
+char g_selfPath[4096] = {};  // this module's path as dl_iterate_phdr names it
+
+int GC_CALLBACK onStaticRoots(const char* name, void* start, size_t size) {
+  // The recorder's own data holds no pointer into the collected heap. Scanning it would only
+  // make the collector's pacing differ from the unrecorded program's (root size counts there).
+  if (name && g_selfPath[0] && std::strcmp(name, g_selfPath) == 0) return 0;
+  int keep = g_programStaticRoots ? g_programStaticRoots(name, start, size) : 1;
+  if (keep) {
+    int i = g_staticCount.fetch_add(1, std::memory_order_relaxed);
+    auto low = reinterpret_cast<uint64_t>(start);
+    if (i < kMaxStatic) g_static[i] = {low, low + size};
+  }
+  return keep;
+}
+
+void afterForkChild() {
+  // The child records into its own log: objects inherited from the parent were not born there.
+  g_births.store(nullptr, std::memory_order_relaxed);  // the parent's queues stay mapped, unused
+  t_births = nullptr;
+  g_live.clear();
+  g_stackCount = 0;
+}
+
+__attribute__((constructor(102))) void initBdwgc() {
+  if (!g.active.load(std::memory_order_acquire)) return;
+  Guard guard;
+  void* setter = dlsym(RTLD_NEXT, "GC_set_on_collection_event");
+  if (!setter) return;  // not a bdwgc program
+  pthread_key_create(&g_birthsKey, closeBirths);
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&initBdwgc), &self) && self.dli_fname)
+    std::snprintf(g_selfPath, sizeof g_selfPath, "%s", self.dli_fname);
+  if (const char* policy = getenv("HEAPMAN_RAM_DUMPS")) {
+    if (std::strcmp(policy, "every") == 0) {
+      g_dumpPolicy = DumpPolicy::kEvery;
+    } else if (std::strncmp(policy, "every:", 6) == 0) {
+      g_dumpPolicy = DumpPolicy::kEveryNth;
+      g_dumpEvery = static_cast<uint32_t>(std::max(1l, std::strtol(policy + 6, nullptr, 10)));
+    } else if (std::strncmp(policy, "event:", 6) == 0) {
+      g_dumpPolicy = DumpPolicy::kAtEvent;
+      std::strncpy(g_dumpEvent, policy + 6, sizeof g_dumpEvent - 1);
+    }
+  }
+  if (auto* version = reinterpret_cast<unsigned (*)()>(dlsym(RTLD_NEXT, "GC_get_version"))) {
+    unsigned v = version();
+    std::snprintf(g.bdwgcVersion, sizeof g.bdwgcVersion, "%u.%u.%u", v >> 16,
+                  (v >> 8) & 0xFF, v & 0xFF);
+  }
+  real_GC_set_on_collection_event.get()(onCollectionEvent);
+  real_GC_set_on_thread_event.get()(onThreadEvent);
+  real_GC_register_has_static_roots_callback.get()(onStaticRoots);
+  pthread_atfork(nullptr, nullptr, afterForkChild);
+}
+
+}  // namespace
+
+void noteEventForGc(const char* name, size_t len) {
+  if (g_dumpPolicy == DumpPolicy::kAtEvent && std::strlen(g_dumpEvent) == len &&
+      std::memcmp(g_dumpEvent, name, len) == 0)
+    g_dumpRequested.store(true, std::memory_order_relaxed);
+}
+
+}  // namespace heapman::rec
+
+using namespace heapman::rec;
+using heapman::log::HeapKind;
+
+#define HEAPMAN_GC_REAL(fn) static Real<decltype(::fn)> real{#fn}
+
+// ---- allocation entry points --------------------------------------------------------------
+HEAPMAN_EXPORT void* GC_malloc(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc);
+  return gcAlloc(real, HeapKind::kGcNormal, n, false, n);
+}
+HEAPMAN_EXPORT void* GC_malloc_atomic(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc_atomic);
+  return gcAlloc(real, HeapKind::kGcAtomic, n, false, n);
+}
+HEAPMAN_EXPORT void* GC_malloc_uncollectable(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc_uncollectable);
+  return gcAlloc(real, HeapKind::kGcUncollectable, n, false, n);
+}
+HEAPMAN_EXPORT void* GC_malloc_atomic_uncollectable(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc_atomic_uncollectable);
+  return gcAlloc(real, HeapKind::kGcUncollectable, n, false, n);
+}
+HEAPMAN_EXPORT void* GC_malloc_ignore_off_page(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc_ignore_off_page);
+  return gcAlloc(real, HeapKind::kGcNormal, n, false, n);
+}
+HEAPMAN_EXPORT void* GC_malloc_atomic_ignore_off_page(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc_atomic_ignore_off_page);
+  return gcAlloc(real, HeapKind::kGcAtomic, n, false, n);
+}
+HEAPMAN_EXPORT void* GC_malloc_kind(size_t n, int k) {
+  HEAPMAN_GC_REAL(GC_malloc_kind);
+  return gcAlloc(real, heapOfKind(k), n, false, n, k);
+}
+HEAPMAN_EXPORT void* GC_malloc_kind_global(size_t n, int k) {
+  HEAPMAN_GC_REAL(GC_malloc_kind_global);
+  return gcAlloc(real, heapOfKind(k), n, false, n, k);
+}
+HEAPMAN_EXPORT void* GC_generic_malloc(size_t n, int k) {
+  HEAPMAN_GC_REAL(GC_generic_malloc);
+  return gcAlloc(real, heapOfKind(k), n, false, n, k);
+}
+HEAPMAN_EXPORT void* GC_generic_malloc_ignore_off_page(size_t n, int k) {
+  HEAPMAN_GC_REAL(GC_generic_malloc_ignore_off_page);
+  return gcAlloc(real, heapOfKind(k), n, false, n, k);
+}
+HEAPMAN_EXPORT void* GC_generic_malloc_uncollectable(size_t n, int k) {
+  HEAPMAN_GC_REAL(GC_generic_malloc_uncollectable);
+  return gcAlloc(real, HeapKind::kGcUncollectable, n, false, n, k);
+}
+HEAPMAN_EXPORT void* GC_generic_or_special_malloc(size_t n, int k) {
+  HEAPMAN_GC_REAL(GC_generic_or_special_malloc);
+  return gcAlloc(real, heapOfKind(k), n, false, n, k);
+}
+HEAPMAN_EXPORT void* GC_gcj_malloc(size_t n, void* vtable) {
+  HEAPMAN_GC_REAL(GC_gcj_malloc);
+  return gcAlloc(real, HeapKind::kGcj, n, false, n, vtable);
+}
+HEAPMAN_EXPORT void* GC_gcj_malloc_ignore_off_page(size_t n, void* vtable) {
+  HEAPMAN_GC_REAL(GC_gcj_malloc_ignore_off_page);
+  return gcAlloc(real, HeapKind::kGcj, n, false, n, vtable);
+}
+HEAPMAN_EXPORT void* GC_malloc_explicitly_typed(size_t n, GC_descr d) {
+  HEAPMAN_GC_REAL(GC_malloc_explicitly_typed);
+  return gcAlloc(real, HeapKind::kGcTyped, n, false, n, d);
+}
+HEAPMAN_EXPORT void* GC_malloc_explicitly_typed_ignore_off_page(size_t n, GC_descr d) {
+  HEAPMAN_GC_REAL(GC_malloc_explicitly_typed_ignore_off_page);
+  return gcAlloc(real, HeapKind::kGcTyped, n, false, n, d);
+}
+HEAPMAN_EXPORT void* GC_calloc_explicitly_typed(size_t count, size_t n, GC_descr d) {
+  HEAPMAN_GC_REAL(GC_calloc_explicitly_typed);
+  size_t bytes = count * n;
+  if (__builtin_mul_overflow(count, n, &bytes)) bytes = SIZE_MAX;
+  return gcAlloc(real, HeapKind::kGcTyped, bytes, false, count, n, d);
+}
+HEAPMAN_EXPORT void* GC_finalized_malloc(size_t n, const struct GC_finalizer_closure* fc) {
+  HEAPMAN_GC_REAL(GC_finalized_malloc);
+  return gcAlloc(real, HeapKind::kOther, n, false, n, fc);
+}
+HEAPMAN_EXPORT void* GC_memalign(size_t align, size_t n) {
+  HEAPMAN_GC_REAL(GC_memalign);
+  return gcAlloc(real, HeapKind::kGcNormal, n, false, align, n);
+}
+HEAPMAN_EXPORT int GC_posix_memalign(void** out, size_t align, size_t n) {
+  HEAPMAN_GC_REAL(GC_posix_memalign);
+  auto* f = real.get();
+  if (!recording()) return f(out, align, n);
+  int rc;
+  {
+    Depth d;
+    rc = f(out, align, n);
+  }
+  if (rc == 0 && *out) onGcAlloc(*out, n, HeapKind::kGcNormal, false);
+  return rc;
+}
+HEAPMAN_EXPORT char* GC_strdup(const char* s) {
+  HEAPMAN_GC_REAL(GC_strdup);
+  return static_cast<char*>(gcAlloc(real, HeapKind::kGcAtomic, s ? std::strlen(s) + 1 : 0, false, s));
+}
+HEAPMAN_EXPORT char* GC_strndup(const char* s, size_t n) {
+  HEAPMAN_GC_REAL(GC_strndup);
+  return static_cast<char*>(gcAlloc(real, HeapKind::kGcAtomic, strnlen(s, n) + 1, false, s, n));
+}
+HEAPMAN_EXPORT void* GC_malloc_many(size_t n) {
+  HEAPMAN_GC_REAL(GC_malloc_many);
+  auto* f = real.get();
+  if (!recording()) return f(n);
+  void* list;
+  {
+    Depth d;
+    list = f(n);
+  }
+  if (list) onGcBatch(list, n, HeapKind::kGcNormal);
+  return list;
+}
+HEAPMAN_EXPORT void GC_generic_malloc_many(size_t n, int k, void** result) {
+  HEAPMAN_GC_REAL(GC_generic_malloc_many);
+  auto* f = real.get();
+  if (!recording()) return f(n, k, result);
+  {
+    Depth d;
+    f(n, k, result);
+  }
+  if (*result) onGcBatch(*result, n, heapOfKind(k));
+}
+
+// ---- the GC_debug_* family: the program's pointer lies past a debug header -------------------
+HEAPMAN_EXPORT void* GC_debug_malloc(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc);
+  return gcAlloc(real, HeapKind::kGcNormal, n, true, n, s, i);
+}
+HEAPMAN_EXPORT void* GC_debug_malloc_atomic(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_atomic);
+  return gcAlloc(real, HeapKind::kGcAtomic, n, true, n, s, i);
+}
+HEAPMAN_EXPORT void* GC_debug_malloc_uncollectable(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_uncollectable);
+  return gcAlloc(real, HeapKind::kGcUncollectable, n, true, n, s, i);
+}
+HEAPMAN_EXPORT void* GC_debug_malloc_atomic_uncollectable(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_atomic_uncollectable);
+  return gcAlloc(real, HeapKind::kGcUncollectable, n, true, n, s, i);
+}
+HEAPMAN_EXPORT void* GC_debug_malloc_ignore_off_page(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_ignore_off_page);
+  return gcAlloc(real, HeapKind::kGcNormal, n, true, n, s, i);
+}
+HEAPMAN_EXPORT void* GC_debug_malloc_atomic_ignore_off_page(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_atomic_ignore_off_page);
+  return gcAlloc(real, HeapKind::kGcAtomic, n, true, n, s, i);
+}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"  // still exported and callable
+HEAPMAN_EXPORT void* GC_debug_malloc_stubborn(size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_stubborn);
+  return gcAlloc(real, HeapKind::kGcNormal, n, true, n, s, i);
+}
+#pragma GCC diagnostic pop
+HEAPMAN_EXPORT void* GC_debug_gcj_malloc(size_t n, void* vtable, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_gcj_malloc);
+  return gcAlloc(real, HeapKind::kGcj, n, true, n, vtable, s, i);
+}
+HEAPMAN_EXPORT char* GC_debug_strdup(const char* str, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_strdup);
+  return static_cast<char*>(
+      gcAlloc(real, HeapKind::kGcAtomic, str ? std::strlen(str) + 1 : 0, true, str, s, i));
+}
+HEAPMAN_EXPORT char* GC_debug_strndup(const char* str, size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_strndup);
+  return static_cast<char*>(gcAlloc(real, HeapKind::kGcAtomic, strnlen(str, n) + 1, true, str, n, s, i));
+}
+HEAPMAN_EXPORT void* GC_debug_malloc_replacement(size_t n) {
+  HEAPMAN_GC_REAL(GC_debug_malloc_replacement);
+  return gcAlloc(real, HeapKind::kGcNormal, n, true, n);
+}
+
+// ---- frees and reallocs ----------------------------------------------------------------------
+HEAPMAN_EXPORT void GC_free(void* p) {
+  HEAPMAN_GC_REAL(GC_free);
+  auto* f = real.get();
+  if (!p || !recording()) return f(p);
+  onGcFree(p, heapOfObject(p, false), false);
+  Depth d;
+  f(p);
+}
+HEAPMAN_EXPORT void GC_debug_free(void* p) {
+  HEAPMAN_GC_REAL(GC_debug_free);
+  auto* f = real.get();
+  if (!p || !recording()) return f(p);
+  onGcFree(p, heapOfObject(p, true), true);
+  Depth d;
+  f(p);
+}
+HEAPMAN_EXPORT void* GC_realloc(void* old, size_t n) {
+  HEAPMAN_GC_REAL(GC_realloc);
+  return gcRealloc(real, old, n, false, old, n);
+}
+HEAPMAN_EXPORT void* GC_debug_realloc(void* old, size_t n, GC_EXTRA_PARAMS) {
+  HEAPMAN_GC_REAL(GC_debug_realloc);
+  return gcRealloc(real, old, n, true, old, n, s, i);
+}
+HEAPMAN_EXPORT void* GC_debug_realloc_replacement(void* old, size_t n) {
+  HEAPMAN_GC_REAL(GC_debug_realloc_replacement);
+  return gcRealloc(real, old, n, true, old, n);
+}
+
+// ---- roots -----------------------------------------------------------------------------------
+HEAPMAN_EXPORT void GC_add_roots(void* low, void* high) {
+  HEAPMAN_GC_REAL(GC_add_roots);
+  real.get()(low, high);
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  auto lo = reinterpret_cast<uint64_t>(low), hi = reinterpret_cast<uint64_t>(high);
+  {
+    SpinLock lock;
+    if (g_registeredCount < kMaxRegistered) g_registered[g_registeredCount++] = {lo, hi};
+  }
+  recordRootRange(lo, hi, true);
+}
+HEAPMAN_EXPORT void GC_remove_roots(void* low, void* high) {
+  HEAPMAN_GC_REAL(GC_remove_roots);
+  real.get()(low, high);
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  auto lo = reinterpret_cast<uint64_t>(low), hi = reinterpret_cast<uint64_t>(high);
+  {
+    SpinLock lock;  // bdwgc removes the ranges that lie inside [low, high)
+    int k = 0;
+    for (int i = 0; i < g_registeredCount; ++i)
+      if (!(g_registered[i].low >= lo && g_registered[i].high <= hi))
+        g_registered[k++] = g_registered[i];
+    g_registeredCount = k;
+  }
+  recordRootRange(lo, hi, false);
+}
+HEAPMAN_EXPORT void GC_clear_roots(void) {
+  HEAPMAN_GC_REAL(GC_clear_roots);
+  real.get()();
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  Range copy[kMaxRegistered];
+  int n;
+  {
+    SpinLock lock;
+    n = g_registeredCount;
+    std::memcpy(copy, g_registered, n * sizeof(Range));
+    g_registeredCount = 0;
+  }
+  for (int i = 0; i < n; ++i) recordRootRange(copy[i].low, copy[i].high, false);
+}
+
+// ---- callbacks the program installs: kept and chained ----------------------------------------
+HEAPMAN_EXPORT void GC_set_on_collection_event(GC_on_collection_event_proc fn) {
+  if (!g.active.load(std::memory_order_relaxed)) return real_GC_set_on_collection_event.get()(fn);
+  g_programCollectionEvent = fn;
+}
+HEAPMAN_EXPORT GC_on_collection_event_proc GC_get_on_collection_event(void) {
+  if (!g.active.load(std::memory_order_relaxed)) {
+    static Real<decltype(::GC_get_on_collection_event)> real{"GC_get_on_collection_event"};
+    return real.get()();
+  }
+  return g_programCollectionEvent;
+}
+HEAPMAN_EXPORT void GC_set_on_thread_event(GC_on_thread_event_proc fn) {
+  if (!g.active.load(std::memory_order_relaxed)) return real_GC_set_on_thread_event.get()(fn);
+  g_programThreadEvent = fn;
+}
+HEAPMAN_EXPORT GC_on_thread_event_proc GC_get_on_thread_event(void) {
+  if (!g.active.load(std::memory_order_relaxed)) {
+    static Real<decltype(::GC_get_on_thread_event)> real{"GC_get_on_thread_event"};
+    return real.get()();
+  }
+  return g_programThreadEvent;
+}
+HEAPMAN_EXPORT void GC_register_has_static_roots_callback(GC_has_static_roots_func fn) {
+  if (!g.active.load(std::memory_order_relaxed))
+    return real_GC_register_has_static_roots_callback.get()(fn);
+  g_programStaticRoots = fn;
+}

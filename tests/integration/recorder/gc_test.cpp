@@ -1,0 +1,173 @@
+// bdwgc layer: rec_gc_truth (tests/integration/recorder/progs) recorded with heaprec. The
+// collected set of every collection must equal the program's own ground truth from long weak
+// links, exactly, single- and multi-threaded; allocation and free counts per heap kind must
+// equal the program's; the program's own collection callback must still run once per collection;
+// each collection has its root set.
+#include <map>
+#include <set>
+
+#include "recorder_support.h"
+
+namespace {
+
+using namespace hmrec;
+
+struct Truth {
+  std::map<uint32_t, std::set<uint64_t>> collected;  // GC number -> addresses
+  std::map<std::string, uint64_t> allocs;            // heap kind name -> objects
+  uint64_t frees = 0, starts = 0, firstGc = 0, tracked = 0;
+};
+
+Truth parseTruth(const std::string& out) {
+  Truth t;
+  for (const std::string& l : lines(out)) {
+    std::vector<std::string> f = fields(l);
+    if (f.size() == 3 && f[0] == "collected")
+      t.collected[static_cast<uint32_t>(number(f[1]))].insert(number(f[2]));
+    else if (f.size() == 3 && f[0] == "allocs")
+      t.allocs[f[1]] = number(f[2]);
+    else if (f.size() == 2 && f[0] == "frees")
+      t.frees = number(f[1]);
+    else if (f.size() == 2 && f[0] == "starts")
+      t.starts = number(f[1]);
+    else if (f.size() == 2 && f[0] == "first_gc")
+      t.firstGc = number(f[1]);
+    else if (f.size() == 2 && f[0] == "tracked")
+      t.tracked = number(f[1]);
+  }
+  return t;
+}
+
+struct Seen {
+  std::map<uint32_t, std::set<uint64_t>> collected;
+  std::map<std::string, uint64_t> allocs;
+  // Frees of objects the log allocated; frees of others are libgc freeing its own tables
+  // (allocated without the PLT, so never recorded).
+  uint64_t frees = 0, unknownFrees = 0;
+  std::vector<uint32_t> gcs;  // GcEnd numbers
+  uint64_t gcBegins = 0, gcEnds = 0, rootSets = 0;
+  uint64_t collectedNeverBorn = 0;  // a collected address with no live allocation
+  uint64_t rootSetsWithoutStatic = 0, rootSetsWithoutStack = 0;
+  uint32_t lastGc = 0;
+  bool gcOrder = true;  // GcBegin/GcEnd alternate with increasing numbers
+};
+
+Seen readGcLog(const std::string& path) {
+  Seen s;
+  std::set<uint64_t> live;  // GC-heap objects the log holds alive
+  std::map<uint32_t, std::vector<uint64_t>> pending;
+  bool inGc = false;
+  LogReader reader = LogReader::open(path);
+  reader.forEachRecord([&](const auto& r) {
+    using T = std::decay_t<decltype(r)>;
+    if constexpr (std::is_same_v<T, Alloc>) {
+      if (r.heap == HeapKind::kNative) return;
+      ++s.allocs[heapKindName(r.heap)];
+      live.insert(r.address);
+    } else if constexpr (std::is_same_v<T, Free>) {
+      if (r.heap == HeapKind::kNative) return;
+      if (live.erase(r.address))
+        ++s.frees;
+      else
+        ++s.unknownFrees;
+    } else if constexpr (std::is_same_v<T, Collected>) {
+      for (uint64_t a : r.addresses) pending[r.gcNumber].push_back(a);
+    } else if constexpr (std::is_same_v<T, GcBegin>) {
+      ++s.gcBegins;
+      if (inGc || r.gcNumber <= s.lastGc) s.gcOrder = false;
+      inGc = true;
+      s.lastGc = r.gcNumber;
+    } else if constexpr (std::is_same_v<T, GcEnd>) {
+      ++s.gcEnds;
+      s.gcs.push_back(r.gcNumber);
+      if (!inGc || r.gcNumber != s.lastGc) s.gcOrder = false;
+      inGc = false;
+      for (uint64_t a : pending[r.gcNumber]) {
+        if (!live.erase(a)) ++s.collectedNeverBorn;
+        s.collected[r.gcNumber].insert(a);
+      }
+      pending.erase(r.gcNumber);
+    } else if constexpr (std::is_same_v<T, RootSet>) {
+      ++s.rootSets;
+      bool stat = false, stack = false;
+      for (const RootEntry& e : r.roots) {
+        stat |= e.source == RootSource::kStaticData;
+        stack |= e.source == RootSource::kThreadStack;
+      }
+      s.rootSetsWithoutStatic += !stat;
+      s.rootSetsWithoutStack += !stack;
+    }
+  });
+  return s;
+}
+
+void checkAgainstTruth(unsigned threads, unsigned perThread) {
+  TempDir dir;
+  Recording rec = record(dir, "gc_truth",
+                         {HMREC_PROG_GC_TRUTH, std::to_string(threads), std::to_string(perThread)});
+  requireRecorded(rec);
+  Truth truth = parseTruth(rec.result.out);
+  Seen seen = readGcLog(rec.logPath);
+  REQUIRE(truth.tracked > 0);
+
+  // Every collection the program saw, the log has, in order and paired.
+  CHECK(seen.gcOrder);
+  CHECK(seen.gcBegins == seen.gcEnds);
+  uint64_t seenByProgram = 0;
+  for (uint32_t gc : seen.gcs) seenByProgram += gc >= truth.firstGc;
+  CHECK(seenByProgram == truth.starts);
+  CHECK(seen.rootSets == seen.gcEnds);
+  CHECK(seen.rootSetsWithoutStatic == 0);
+  CHECK(seen.rootSetsWithoutStack == 0);
+
+  for (auto& [heap, n] : truth.allocs) {
+    INFO("heap " << heap);
+    CHECK(seen.allocs[heap] == n);
+  }
+  CHECK(seen.frees == truth.frees);
+  CHECK(seen.collectedNeverBorn == 0);
+
+  // The collected sets, GC by GC.
+  uint64_t truthTotal = 0, seenTotal = 0;
+  for (auto& [gc, set] : truth.collected) truthTotal += set.size();
+  for (auto& [gc, set] : seen.collected) seenTotal += set.size();
+  INFO("collected objects: truth " << truthTotal << ", log " << seenTotal << ", tracked "
+                                   << truth.tracked);
+  std::set<uint32_t> gcs;
+  for (auto& [gc, set] : truth.collected) gcs.insert(gc);
+  for (auto& [gc, set] : seen.collected) gcs.insert(gc);
+  uint64_t wrongGcs = 0;
+  std::string firstWrong;
+  for (uint32_t gc : gcs) {
+    const std::set<uint64_t>& t = truth.collected[gc];
+    const std::set<uint64_t>& s = seen.collected[gc];
+    if (t == s) continue;
+    if (wrongGcs++ == 0) {
+      uint64_t missing = 0, extra = 0;
+      for (uint64_t a : t) missing += !s.count(a);
+      for (uint64_t a : s) extra += !t.count(a);
+      firstWrong = "GC " + std::to_string(gc) + ": truth " + std::to_string(t.size()) + ", log " +
+                   std::to_string(s.size()) + " (missing " + std::to_string(missing) +
+                   ", extra " + std::to_string(extra) + ")";
+    }
+  }
+  INFO(firstWrong);
+  CHECK(wrongGcs == 0);
+  CHECK(seenTotal == truthTotal);
+  // Nearly everything dies by the end; the rest is what the last collections could not free
+  // (conservative roots), which the truth knows too.
+  CHECK(truthTotal * 10 >= truth.tracked * 9);
+
+  LogSummary sum = summarizeLog(rec.logPath);
+  CHECK(sum.gcs == seen.gcEnds);
+}
+
+}  // namespace
+
+TEST_CASE("bdwgc: collected sets equal weak-link ground truth, one thread", "[recorder][gc]") {
+  checkAgainstTruth(1, 200000);
+}
+
+TEST_CASE("bdwgc: collected sets equal weak-link ground truth, 4 threads", "[recorder][gc]") {
+  checkAgainstTruth(4, 100000);
+}
