@@ -5,7 +5,7 @@
 ;; with and without the recorder.
 (use-modules (ice-9 format) (srfi srfi-1))
 
-(define rounds 40)
+(define rounds 25)
 (define per-round 4000)
 
 ;; A deterministic pseudo-random sequence (linear congruential, 31 bits).
