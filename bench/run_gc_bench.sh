@@ -25,9 +25,10 @@
 #   live MiB       mean live bytes the log shows at those collections (heapman gcs: bytes of
 #                  tracked objects alive after the collection)
 #   sweep cost     pause(rec) - pause(plain), per collection and per live MiB: the collected-set
-#                  sweep, the root set and draining the birth queues, measured from outside
-#   dump cost      log pause(rec_dump) - log pause(rec), per collection and per live MiB, next to
-#                  memcpy's own speed on this machine (gc_bench --memcpy)
+#                  sweep, the root set and draining the birth queues, measured from outside, in
+#                  wall time and in CPU time of the collecting thread (the load-robust figure)
+#   dump cost      pause(rec_dump) - pause(rec), the same way, next to memcpy's own speed on this
+#                  machine (gc_bench --memcpy)
 set -euo pipefail
 build=${1:?usage: run_gc_bench.sh BUILD_DIR [ALLOCS] [RUNS] [LIVE]}
 allocs=${2:-5000000}
@@ -100,7 +101,7 @@ cpu = lambda m, key: mean([r[key] / r["allocs"] for r in res[m]])
 plain_cpu = cpu("plain", "process_cpu_ns")
 print(f"| mode | wall ns/alloc (mean of {runs}) | min | wall slowdown (mean / min-based) | "
       "program-thread CPU ns/alloc | all-threads CPU ns/alloc | CPU slowdown | mutator ns/alloc"
-      " | GCs | pause ms (program) | log bytes/event |")
+      " | GCs | pause ms (program: wall / CPU) | log bytes/event |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for m in modes:
     nsa = field(m, "ns_per_alloc")
@@ -114,7 +115,8 @@ for m in modes:
           f"{min(nsa) / plain_min:.2f}x | {cpu(m, 'thread_cpu_ns'):.1f} | "
           f"{cpu(m, 'process_cpu_ns'):.1f} | {cpu(m, 'process_cpu_ns') / plain_cpu:.2f}x | "
           f"{mean(mut(m)):.1f} | {mean(field(m, 'gcs')):.0f} | "
-          f"{mean(field(m, 'gc_pause_ns_mean')) / 1e6:.2f} | {bpe} |")
+          f"{mean(field(m, 'gc_pause_ns_mean')) / 1e6:.2f} / "
+          f"{mean(field(m, 'gc_pause_cpu_ns_mean')) / 1e6:.2f} | {bpe} |")
 
 def gcs(m, n=1):  # the collections of the timed loop: the last `gcs` rows of the log
     rows = list(csv.DictReader(open(f"{tmp}/{m}.{n}.hml.gcs.csv")))
@@ -129,20 +131,26 @@ for m in loops:
     print(f"{labels[m]}: {len(loops[m])} loop GCs, mean live {live_mib[m]:.2f} MiB "
           f"(objects {mean([int(g['live_objects']) for g in loops[m]]):.0f}), log pause "
           f"{log_pause[m]:.2f} ms, program pause {mean(field(m, 'gc_pause_ns_mean')) / 1e6:.2f} ms")
-pp = mean(field("plain", "gc_pause_ns_mean")) / 1e6
-pr = mean(field("rec", "gc_pause_ns_mean")) / 1e6
-sweep = pr - pp
-print(f"sweep (+ root set, birth-queue drain) per GC: {pr:.2f} - {pp:.2f} = {sweep:.2f} ms, "
-      f"{sweep * 1e3 / live_mib['rec']:.0f} us per live MiB, "
-      f"{sweep * 1e6 / mean([int(g['live_objects']) for g in loops['rec']]):.0f} ns per live object")
+live_obj = mean([int(g["live_objects"]) for g in loops["rec"]])
+def pause(m, key):
+    return mean(field(m, key)) / 1e6
+for key, what in (("gc_pause_ns_mean", "wall"), ("gc_pause_cpu_ns_mean", "CPU")):
+    pp, pr = pause("plain", key), pause("rec", key)
+    sweep = pr - pp
+    print(f"sweep (+ root set, birth-queue drain) per GC, {what}: {pr:.2f} - {pp:.2f} = {sweep:.2f} ms,"
+          f" {sweep * 1e3 / live_mib['rec']:.0f} us per live MiB, {sweep * 1e6 / live_obj:.0f} ns per"
+          f" live object")
+    if "rec_dump" in loops:
+        pd = pause("rec_dump", key)
+        dump = pd - pr
+        print(f"RAM dump per GC, {what}: {pd:.2f} - {pr:.2f} = {dump:.2f} ms, "
+              f"{dump * 1e3 / live_mib['rec_dump']:.0f} us per live MiB")
 if "rec_dump" in loops:
-    dump = log_pause["rec_dump"] - log_pause["rec"]
     info = [json.load(open(p)) for p in glob.glob(f"{tmp}/rec_dump.*.hml.json")]
-    print(f"RAM dump per GC: {log_pause['rec_dump']:.2f} - {log_pause['rec']:.2f} = {dump:.2f} ms, "
-          f"{dump * 1e3 / live_mib['rec_dump']:.0f} us per live MiB; "
-          f"log {mean([i['file_bytes'] for i in info]) / 2**20:.0f} MiB, "
+    print(f"RAM dump logs: {mean([i['file_bytes'] for i in info]) / 2**20:.0f} MiB, "
           f"{mean([i['ram_dumps']['segments'] for i in info]):.0f} segments, "
-          f"{mean([i['ram_dumps']['deduplicated_segments'] for i in info]):.0f} deduplicated")
+          f"{mean([i['ram_dumps']['deduplicated_segments'] for i in info]):.0f} deduplicated, "
+          f"{mean([i['ram_dumps']['bytes'] for i in info]) / 2**20:.1f} MiB dumped in all (segment lengths, deduplicated ones included)")
 mc = kv(f"{tmp}/memcpy.out")
 print(f"memcpy on this machine (64 MiB, best of 5): {mc['memcpy_warm_us_per_mb']:.0f} us/MiB into a "
       f"warm buffer, {mc['memcpy_fresh_mmap_us_per_mb']:.0f} us/MiB into fresh mmap'd memory")
