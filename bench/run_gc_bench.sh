@@ -44,25 +44,31 @@ unset HEAPMAN_RAM_DUMPS
 modes="plain rec rec_d1 rec_dump"
 command -v heaptrack >/dev/null && modes="$modes heaptrack"
 
-# run MODE RUN: the program's "key value" lines into $tmp/MODE.RUN.out; logs kept for run 1.
+# run MODE RUN: the program's "key value" lines into $tmp/MODE.RUN.out; for recorded modes the
+# log's `heapman info --json` and `heapman gcs --csv` (then the log itself is deleted).
 run() {
-  local mode=$1 n=$2 out="$tmp/$1.$2.out"
+  local mode=$1 n=$2 out="$tmp/$1.$2.out" log="$tmp/$1.$2.hml"
+  local rc=0
   case $mode in
-    plain) "$bench" "$allocs" "$live" >"$out" ;;
-    rec) "$heaprec" run -o "$tmp/rec.$n.hml" -- "$bench" "$allocs" "$live" >"$out" 2>"$tmp/err" ;;
-    rec_d1) "$heaprec" run --depth 1 -o "$tmp/rec_d1.$n.hml" -- "$bench" "$allocs" "$live" >"$out" 2>"$tmp/err" ;;
-    rec_dump) HEAPMAN_RAM_DUMPS=every "$heaprec" run -o "$tmp/rec_dump.$n.hml" -- \
-                "$bench" "$allocs" "$live" >"$out" 2>"$tmp/err" ;;
+    plain) "$bench" "$allocs" "$live" >"$out" 2>"$tmp/err" || rc=$? ;;
+    rec) "$heaprec" run -o "$log" -- "$bench" "$allocs" "$live" >"$out" 2>"$tmp/err" || rc=$? ;;
+    rec_d1) "$heaprec" run --depth 1 -o "$log" -- "$bench" "$allocs" "$live" >"$out" 2>"$tmp/err" ||
+              rc=$? ;;
+    rec_dump) HEAPMAN_RAM_DUMPS=every "$heaprec" run -o "$log" -- "$bench" "$allocs" "$live" \
+                >"$out" 2>"$tmp/err" || rc=$? ;;
     heaptrack) rm -f "$tmp"/ht.*
-               heaptrack -o "$tmp/ht" "$bench" "$allocs" "$live" >"$tmp/ht.log" 2>&1
-               grep -E '^[a-z_]+ [0-9.]+$' "$tmp/ht.log" >"$out" ;;
+               heaptrack -o "$tmp/ht" "$bench" "$allocs" "$live" >"$tmp/ht.log" 2>"$tmp/err" || rc=$?
+               grep -E '^[a-z_]+ [0-9.]+$' "$tmp/ht.log" >"$out" || true ;;
   esac
-  # keep one log per mode for the per-GC figures; others only for their size
+  if [[ $rc -ne 0 ]]; then
+    echo "$mode run $n failed (exit $rc):" >&2
+    cat "$tmp/err" >&2
+    exit 1
+  fi
   if [[ $mode == rec* ]]; then
-    local log="$tmp/$mode.$n.hml"
     "$heapman" info --json "$log" >"$log.json"
     "$heapman" gcs "$log" --csv - >"$log.gcs.csv" 2>/dev/null
-    [[ $n -eq 1 ]] || rm -f "$log" "$log.hmx"
+    rm -f "$log" "$log.hmx"
   fi
 }
 
@@ -85,7 +91,7 @@ def kv(path):
     return {k: float(v) for k, v in (l.split() for l in open(path) if l.strip())}
 
 res = {m: [kv(f"{tmp}/{m}.{n}.out") for n in range(1, runs + 1)] for m in modes}
-mean = lambda xs: sum(xs) / len(xs)
+mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # nan: no collection in the loop
 def field(m, key):
     return [r[key] for r in res[m]]
 def mut(m):  # mutator ns per alloc: work time minus the program's own GC pauses
