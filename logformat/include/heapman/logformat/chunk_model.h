@@ -101,6 +101,37 @@ class ChunkModel {
     infoOf_.push_back(info);
     lastAddress = address;
   }
+  // The decoder's onAlloc(): the same model change, given the size class the caller already
+  // looked up (sizeClass(infos[info].actualSize), not reset since) and with the LIFO entries
+  // above `lifoIndex` moved by memmove instead of one modulo step at a time.
+  void onAllocIn(SizeClass& s, uint64_t address, uint32_t info, int lifoIndex) {
+    if (lifoIndex > 0) {
+      // Entries at ring positions p+1 .. top-1 (mod depth) move down one; p = top-1-lifoIndex.
+      uint32_t p = (s.top - 1 - static_cast<uint32_t>(lifoIndex)) % kLifoDepth;
+      uint32_t n = static_cast<uint32_t>(lifoIndex);
+      uint32_t tail = kLifoDepth - 1 - p;  // entries after p before the ring wraps
+      if (n <= tail) {
+        std::memmove(&s.lifo[p], &s.lifo[p + 1], n * sizeof(uint64_t));
+      } else {
+        std::memmove(&s.lifo[p], &s.lifo[p + 1], tail * sizeof(uint64_t));
+        s.lifo[kLifoDepth - 1] = s.lifo[0];
+        std::memmove(&s.lifo[0], &s.lifo[1], (n - tail - 1) * sizeof(uint64_t));
+      }
+    }
+    if (lifoIndex >= 0) {
+      --s.top;
+      --s.depth;
+    }
+    s.stride = address - s.last;
+    s.last = address;
+    if (lifoIndex < 0) {
+      bumpGap = address - bumpEnd;
+      bumpEnd = address + s.key;
+    }
+    addrs_.push_back(address);
+    infoOf_.push_back(info);
+    lastAddress = address;
+  }
   // A free of this chunk's allocation number `ordinal`.
   void onFreeOrdinal(uint64_t ordinal) {
     uint64_t address = addrs_[ordinal];

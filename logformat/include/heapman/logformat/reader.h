@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "heapman/logformat/bytes.h"
@@ -53,10 +54,20 @@ struct LogEnd {
 // `Record` in order. Returns the number of records (tags) decoded. Throws FormatError
 // (kBadRecord) on malformed input; `where` and `chunk` name the chunk in that error.
 // `model` is scratch state; pass one to reuse its memory across chunks (it is reset here).
+//
+// Optional fast hook (detected at compile time): a visitor with a member
+// `allocLocal(const Alloc&, uint32_t chunkInfo)` gets every Alloc through it instead of
+// operator(), together with the allocation's index in the chunk's dictionary
+// (ChunkModel::infos). Equal indices within one chunk mean equal (heap, size, actual size,
+// stack, type); indices restart at every chunk. Replay uses it to intern per dictionary entry
+// instead of per allocation.
 template <class Visitor>
 uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&& visitor,
                        uint64_t where = 0, int64_t chunk = FormatError::kNoChunk,
                        ChunkModel* model = nullptr);
+
+template <class V>
+concept AllocLocalVisitor = requires(V& v, const Alloc& a, uint32_t i) { v.allocLocal(a, i); };
 
 class LogReader {
  public:
@@ -183,7 +194,8 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
       visitor(r);
     };
 
-    auto emitAlloc = [&](uint32_t info, uint64_t address, int lifoIndex) {
+    auto emitAlloc = [&](ChunkModel::SizeClass& cls, uint32_t info, uint64_t address,
+                         int lifoIndex) {
       const AllocInfo& ai = model.infos[info];
       Alloc r;
       r.ev = ev;
@@ -193,8 +205,11 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
       r.actualSize = ai.actualSize;
       r.stackId = ai.stackId;
       r.typeId = ai.typeId;
-      model.onAlloc(address, info, lifoIndex);
-      visitor(r);
+      model.onAllocIn(cls, address, info, lifoIndex);
+      if constexpr (AllocLocalVisitor<std::remove_reference_t<Visitor>>)
+        visitor.allocLocal(r, info);
+      else
+        visitor(r);
     };
 
     while (!T.atEnd()) {
@@ -203,10 +218,10 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
       if (t >= tag::kAllocLifoInfo && t < tag::kAllocNear) {
         uint32_t info = t - tag::kAllocLifoInfo;
         if (info >= model.infos.size()) detail::throwBadRecord(where, chunk, "bad dictionary reference");
-        const ChunkModel::SizeClass& cls = model.sizeClass(model.infos[info].actualSize);
+        ChunkModel::SizeClass& cls = model.sizeClass(model.infos[info].actualSize);
         if (!ChunkModel::lifoHas(cls)) detail::throwBadRecord(where, chunk, "empty size-class LIFO");
         takeSeq();
-        emitAlloc(info, ChunkModel::lifoTop(cls), 0);
+        emitAlloc(cls, info, ChunkModel::lifoTop(cls), 0);
         continue;
       }
       if (t < tag::kFreeNext) {
@@ -244,7 +259,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
         case tag::kAllocLifo: {
           takeSeq();
           uint32_t info = readInfo();
-          const ChunkModel::SizeClass& cls = model.sizeClass(model.infos[info].actualSize);
+          ChunkModel::SizeClass& cls = model.sizeClass(model.infos[info].actualSize);
           uint64_t address;
           int lifoIndex = -1;
           if (t == tag::kAllocLifoAt) {
@@ -269,7 +284,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
           } else {
             address = model.lastAddress + static_cast<uint64_t>(A.zz());
           }
-          emitAlloc(info, address, lifoIndex);
+          emitAlloc(cls, info, address, lifoIndex);
           break;
         }
         case tag::kRealloc: {
