@@ -75,6 +75,28 @@ class Replay::InfoDict {
     rehash(cap);
   }
 
+  // The chunk being applied starts: forget the chunk-local indices of the one before.
+  void newChunk() {
+    for (auto& t : local_) t.second.clear();
+  }
+
+  // The id of an allocation's AllocInfo, given its index in the chunk's dictionary
+  // (log::AllocLocalVisitor): an array lookup per (thread, chunk-local index) after the first
+  // allocation, which interns. Ids come out exactly as intern() would give them.
+  uint32_t idOf(const Alloc& a, uint32_t local) {
+    if (a.ev.thread != thread_) selectThread(a.ev.thread);
+    std::vector<uint32_t>& ids = local_[cur_].second;
+    if (local < ids.size()) {
+      uint32_t id = ids[local];
+      if (id != kUnset) return id;
+    } else {
+      ids.resize(local + size_t{1}, kUnset);
+    }
+    uint32_t id = intern(AllocInfo{a.heap, a.ev.thread, a.size, a.actualSize, a.stackId, a.typeId});
+    ids[local] = id;
+    return id;
+  }
+
   uint32_t intern(const AllocInfo& a) {
     uint64_t h = hash(a);
     size_t mask = table_.size() - 1;
@@ -117,8 +139,21 @@ class Replay::InfoDict {
     for (size_t i = 0; i < infos_.size(); ++i) place(hash(infos_[i]), static_cast<uint32_t>(i + 1));
   }
 
+  void selectThread(uint32_t thread) {
+    auto [it, added] = threadSlot_.try_emplace(thread, local_.size());
+    if (added) local_.emplace_back(thread, std::vector<uint32_t>());
+    thread_ = thread;
+    cur_ = it->second;
+  }
+
+  static constexpr uint32_t kUnset = 0xFFFFFFFF;
   std::vector<AllocInfo>& infos_;
   std::vector<uint32_t> table_;  // id + 1; 0 empty
+  // Per thread: chunk-local dictionary index -> id (kUnset: not seen in this chunk yet).
+  std::vector<std::pair<uint32_t, std::vector<uint32_t>>> local_{{0u, {}}};
+  std::unordered_map<uint32_t, size_t> threadSlot_{{0u, 0}};
+  uint32_t thread_ = 0;  // the thread of local_[cur_]
+  size_t cur_ = 0;
 };
 
 // ---- Applying records -------------------------------------------------------------------------
@@ -232,10 +267,10 @@ struct BatchCollector {
       cur->chunk = chunk;
     }
   }
-  void operator()(const Alloc& r) {
+  void allocLocal(const Alloc& r, uint32_t local) {
     room();
     cur->ops.push_back({kOpAlloc, static_cast<uint8_t>(r.heap), r.ev.thread, r.stackId, r.typeId,
-                        r.ev.seq, r.ev.timeNs, r.address, 0, r.size, r.actualSize});
+                        r.ev.seq, r.ev.timeNs, r.address, local, r.size, r.actualSize});
   }
   void operator()(const Free& r) {
     room();
@@ -262,8 +297,9 @@ void replayBatch(const Batch& b, V& v) {
   for (const Op& op : b.ops) {
     switch (op.kind) {
       case kOpAlloc:
-        v(Alloc{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a, op.size,
-                op.actual, op.stackId, op.typeId});
+        v.allocLocal(Alloc{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a,
+                           op.size, op.actual, op.stackId, op.typeId},
+                     static_cast<uint32_t>(op.b));
         break;
       case kOpFree:
         v(Free{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a});
@@ -412,23 +448,33 @@ struct Replay::Applier {
     if (observer) observer->died(o, how, seq);
   }
 
-  void birth(uint64_t address, const AllocInfo& info, uint64_t seq) {
-    if (address == 0) return;  // an allocation that failed: nothing lives
-    if (address >= LiveSet::kAddressLimit) {
+  // False for address 0 (an allocation that failed: nothing lives); throws beyond the limits.
+  static bool bornAt(uint64_t address, uint64_t seq) {
+    if (address == 0) return false;
+    if (address >= LiveSet::kAddressLimit) [[unlikely]] {
       char b[32];
       std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(address));
       throw ReplayError(std::string("allocation at ") + b + " (seq " + std::to_string(seq) +
                         ") is above 2^48: not a user-space address");
     }
-    if (seq > kMaxSeq) throw ReplayError("sequence number " + std::to_string(seq) + " too large");
-    uint32_t id = r.dict_->intern(info);
+    if (seq > kMaxSeq) [[unlikely]]
+      throw ReplayError("sequence number " + std::to_string(seq) + " too large");
+    return true;
+  }
+
+  void place(uint64_t address, uint32_t id, uint64_t size, uint64_t seq) {
     LiveObject o{address, LiveObject::pack(seq, id)}, old;
-    if (r.live_.insert(o, &old)) {
+    if (r.live_.insert(o, &old)) [[unlikely]] {
       ++r.counters_.replacedAllocs;
       kill(old, Death::kReplaced, seq);
     }
-    r.counters_.liveBytes += info.size;
+    r.counters_.liveBytes += size;
     if (observer) observer->born(o);
+  }
+
+  void birth(uint64_t address, const AllocInfo& info, uint64_t seq) {
+    if (!bornAt(address, seq)) return;
+    place(address, r.dict_->intern(info), info.size, seq);
   }
 
   void operator()(const Alloc& a) {
@@ -436,6 +482,13 @@ struct Replay::Applier {
     if constexpr (kBuild) ++r.tables_.allocs;
     birth(a.address, AllocInfo{a.heap, a.ev.thread, a.size, a.actualSize, a.stackId, a.typeId},
           a.ev.seq);
+  }
+  // The decoder's fast hook: `local` indexes the chunk's dictionary (same ids as operator()).
+  void allocLocal(const Alloc& a, uint32_t local) {
+    if (!enter(a)) return;
+    if constexpr (kBuild) ++r.tables_.allocs;
+    if (!bornAt(a.address, a.ev.seq)) return;
+    place(a.address, r.dict_->idOf(a, local), a.size, a.ev.seq);
   }
   void operator()(const Free& f) {
     if (!enter(f)) return;
@@ -688,6 +741,7 @@ void Replay::buildTables(bool withCheckpoints) {
           index_->addCheckpoint(k, position_, live_.size(), serializeState());
           sinceCheckpoint = 0;
         }
+        dict_->newChunk();
         Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
         a.gcIndex = &gcIndex;
         a.eventCounts = &eventCounts;
@@ -720,6 +774,7 @@ void Replay::runForward(uint64_t limit, Observer* observer) {
   forEachChunk(
       chunk_,
       [&](size_t k) {
+        dict_->newChunk();
         Applier<false> a{*this, limit, observer};
         a.skip = k == chunk_ ? consumed_ : 0;
         return a;

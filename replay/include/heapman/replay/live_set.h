@@ -12,6 +12,7 @@
 // seq < 2^40 (checked by the engine). Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -44,8 +45,9 @@ class LiveSet {
     if (this == &o) return *this;
     capacity_ = o.capacity_;
     size_ = o.size_;
-    slots_.reset(new LiveObject[capacity_]);
-    std::memcpy(slots_.get(), o.slots_.get(), capacity_ * sizeof(LiveObject));
+    dead_ = o.dead_;
+    slots_.reset(new LiveObject[capacity_ + kPad]);
+    std::memcpy(slots_.get(), o.slots_.get(), (capacity_ + kPad) * sizeof(LiveObject));
     return *this;
   }
   LiveSet(LiveSet&&) noexcept = default;
@@ -53,20 +55,32 @@ class LiveSet {
 
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
-  size_t memoryBytes() const { return capacity_ * sizeof(LiveObject); }
+  size_t memoryBytes() const { return (capacity_ + kPad) * sizeof(LiveObject); }
 
   void clear() { rebuild(kMinCapacity); }
   // Capacity for n objects without growing.
   void reserve(size_t n) {
-    if (n * 8 > capacity_ * 7) regrow(n * 8 / 7 + 1);
+    if ((n + dead_) * 8 > capacity_ * 7) regrow(std::max(n * 8 / 7 + 1, capacity_));
   }
 
   // Inserts or replaces (precondition: 0 < obj.address < kAddressLimit). Returns true when an
   // object at that address was already live (overwritten, and returned in *replaced).
   bool insert(LiveObject obj, LiveObject* replaced) {
-    if ((size_ + 1) * 8 > capacity_ * 7) regrow(capacity_ + capacity_ / 4 + 1);
+    if ((size_ + dead_ + 1) * 8 > capacity_ * 7) makeRoom();
     uint64_t want = obj.address;
     size_t i = home(want);
+    if (unsigned m = match4(i, want)) {  // present, live or dead, near its home: no probing
+      LiveObject& s = slots_[i + static_cast<unsigned>(__builtin_ctz(m))];
+      if (s.address & kDead) {  // the churn case: a block freed a moment ago is reused
+        s = {s.address & ~kDead, obj.packed};
+        --dead_;
+        ++size_;
+        return false;
+      }
+      *replaced = {want, s.packed};
+      s.packed = obj.packed;
+      return true;
+    }
     uint64_t dist = 0;
     for (;;) {
       LiveObject& s = slots_[i];
@@ -76,30 +90,47 @@ class LiveSet {
         return false;
       }
       if ((s.address & kAddressMask) == want) {
+        if (s.address & kDead) {  // the churn case: a block freed a moment ago is reused
+          s = {s.address & ~kDead, obj.packed};
+          --dead_;
+          ++size_;
+          return false;
+        }
         *replaced = {want, s.packed};
         s.packed = obj.packed;
         return true;
       }
-      uint64_t sd = s.address >> kDistShift;
-      if (sd < dist) break;  // Robin Hood: the richer element moves on
+      uint64_t sd = (s.address & ~kDead) >> kDistShift;
+      if (sd < dist) break;  // Robin Hood: the richer element moves on; `want` is not present
       i = next(i);
       ++dist;
     }
-    // obj takes slot i; carry the displaced ones forward (none of them equals obj).
+    // obj takes slot i; carry the displaced ones forward (none of them equals obj). A dead slot
+    // met on the way is taken over when the carried element may stand there.
+    // A dead slot the carried element would displace (or stands level with) is simply taken:
+    // the carried element is never a dead one.
     LiveObject carry = {want | dist << kDistShift, obj.packed};
+    ++size_;
     for (;;) {
       LiveObject& s = slots_[i];
       if (s.address == 0) {
         s = carry;
-        ++size_;
         return false;
       }
-      uint64_t sd = s.address >> kDistShift;
-      if (sd < (carry.address >> kDistShift)) std::swap(s, carry);
+      uint64_t sd = (s.address & ~kDead) >> kDistShift;
+      uint64_t cd = carry.address >> kDistShift;
+      if (sd < cd || ((s.address & kDead) && sd == cd)) {
+        if (s.address & kDead) {
+          s = carry;
+          --dead_;
+          return false;
+        }
+        std::swap(s, carry);
+      }
       i = next(i);
       if ((carry.address >> kDistShift) + 1 >= kMaxDist) {  // pathological: grow and retry
         LiveObject dummy;
-        regrow(capacity_ * 2);
+        regrow(capacity_ * 2);  // recounts the live objects (all but `carry`)
         insert({carry.address & kAddressMask, carry.packed}, &dummy);
         return false;
       }
@@ -107,29 +138,36 @@ class LiveSet {
     }
   }
 
-  // Removes the object at address; false when none is live there.
+  // Removes the object at address; false when none is live there. The slot keeps the address,
+  // marked dead, so that an allocation reusing the address soon (the common pattern of malloc)
+  // finds its slot again without moving anything; insert() takes dead slots over and a rebuild
+  // drops them.
   bool erase(uint64_t address, LiveObject* out) {
     size_t i = home(address);
+    if (unsigned m = match4(i, address)) {
+      LiveObject& s = slots_[i + static_cast<unsigned>(__builtin_ctz(m))];
+      if (s.address & kDead) return false;
+      *out = {address, s.packed};
+      s.address |= kDead;
+      --size_;
+      ++dead_;
+      return true;
+    }
     uint64_t dist = 0;
     for (;;) {
-      const LiveObject& s = slots_[i];
-      if (s.address == 0 || (s.address >> kDistShift) < dist) return false;
-      if ((s.address & kAddressMask) == address) break;
+      LiveObject& s = slots_[i];
+      if (s.address == 0 || ((s.address & ~kDead) >> kDistShift) < dist) return false;
+      if ((s.address & kAddressMask) == address) {
+        if (s.address & kDead) return false;
+        *out = {address, s.packed};
+        s.address |= kDead;
+        --size_;
+        ++dead_;
+        return true;
+      }
       i = next(i);
       ++dist;
     }
-    *out = {address, slots_[i].packed};
-    // Backward shift: pull the following displaced elements one slot closer to home.
-    for (;;) {
-      size_t j = next(i);
-      const LiveObject& n = slots_[j];
-      if (n.address >> kDistShift == 0) break;  // empty (0) or at home
-      slots_[i] = {n.address - (uint64_t{1} << kDistShift), n.packed};
-      i = j;
-    }
-    slots_[i] = LiveObject{};
-    --size_;
-    return true;
   }
 
   // Below a load of 2/3 (more than 24 bytes per object), rebuilds at 0.8. Not done on erase:
@@ -145,8 +183,11 @@ class LiveSet {
     uint64_t dist = 0;
     for (;;) {
       const LiveObject& s = slots_[i];
-      if (s.address == 0 || (s.address >> kDistShift) < dist) return std::nullopt;
-      if ((s.address & kAddressMask) == address) return LiveObject{address, s.packed};
+      if (s.address == 0 || ((s.address & ~kDead) >> kDistShift) < dist) return std::nullopt;
+      if ((s.address & kAddressMask) == address) {
+        if (s.address & kDead) return std::nullopt;
+        return LiveObject{address, s.packed};
+      }
       i = next(i);
       ++dist;
     }
@@ -155,18 +196,22 @@ class LiveSet {
   template <class F>
   void forEach(F&& f) const {
     for (size_t i = 0; i < capacity_; ++i)
-      if (slots_[i].address) f(LiveObject{slots_[i].address & kAddressMask, slots_[i].packed});
+      if (slots_[i].address && !(slots_[i].address & kDead))
+        f(LiveObject{slots_[i].address & kAddressMask, slots_[i].packed});
   }
 
  private:
   __extension__ typedef unsigned __int128 U128;
   static constexpr size_t kMinCapacity = 64;
   static constexpr size_t kShrinkAbove = 4096;  // small tables keep their slack
-  // A slot's address word holds the address in its low 48 bits and the slot's distance from the
-  // address's home slot in the high 16, so probing never rehashes the residents.
+  static constexpr size_t kPad = 3;             // empty slots after the table, for match4()
+  // A slot's address word holds the address in its low 48 bits, the slot's distance from the
+  // address's home slot in bits 48-62, so probing never rehashes the residents, and in bit 63
+  // the dead mark (the object was erased; the slot keeps its place in the probe order).
   static constexpr unsigned kDistShift = 48;
   static constexpr uint64_t kAddressMask = kAddressLimit - 1;
-  static constexpr uint64_t kMaxDist = 0xFFFF;
+  static constexpr uint64_t kDead = uint64_t{1} << 63;
+  static constexpr uint64_t kMaxDist = 0x7FFF;
 
   static uint64_t mix(uint64_t a) {
     a ^= a >> 29;
@@ -179,10 +224,30 @@ class LiveSet {
     return static_cast<size_t>((static_cast<U128>(mix(address)) * capacity_) >> 64);
   }
   size_t next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
+  // Bit k set when slot i + k (k < 4, not wrapping: the kPad slots after the table stay empty)
+  // holds `address`, live or dead. Addresses are unique among slots, so at most one bit is set;
+  // none when the address is absent or lies further away (the probing loops then decide).
+  // Branch-free: most lookups of the churn pattern end here without a mispredicted loop exit.
+  unsigned match4(size_t i, uint64_t address) const {
+    const LiveObject* s = &slots_[i];
+    return unsigned((s[0].address & kAddressMask) == address) |
+           unsigned((s[1].address & kAddressMask) == address) << 1 |
+           unsigned((s[2].address & kAddressMask) == address) << 2 |
+           unsigned((s[3].address & kAddressMask) == address) << 3;
+  }
   void rebuild(size_t cap) {
     capacity_ = cap;
     size_ = 0;
-    slots_.reset(new LiveObject[cap]);
+    dead_ = 0;
+    slots_.reset(new LiveObject[cap + kPad]);
+  }
+  // Live and dead slots fill 7/8 of the table: grow by 5/4 when the live ones alone fill more
+  // than 3/4, else drop the dead ones at the same capacity (at least 1/8 of it comes free).
+  void makeRoom() {
+    if (size_ * 4 > capacity_ * 3)
+      regrow(capacity_ + capacity_ / 4 + 1);
+    else
+      regrow(capacity_);
   }
   void regrow(size_t cap) {
     if (cap < kMinCapacity) cap = kMinCapacity;
@@ -191,12 +256,14 @@ class LiveSet {
     rebuild(cap);
     LiveObject dummy;
     for (size_t i = 0; i < oldCap; ++i)
-      if (old[i].address) insert({old[i].address & kAddressMask, old[i].packed}, &dummy);
+      if (old[i].address && !(old[i].address & kDead))
+        insert({old[i].address & kAddressMask, old[i].packed}, &dummy);
   }
 
   std::unique_ptr<LiveObject[]> slots_;
   size_t capacity_ = 0;
-  size_t size_ = 0;
+  size_t size_ = 0;  // live objects
+  size_t dead_ = 0;  // slots marked dead
 };
 
 }  // namespace heapman::replay
