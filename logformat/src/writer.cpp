@@ -415,7 +415,7 @@ void LogWriter::write(const RamSegment& r) {
     writeRam(r.kind, r.gcNumber, r.address, r.bytes);
     return;
   }
-  putRam(r.kind, r.gcNumber, r.address, r.length, r.hash, nullptr);
+  putRam(r.kind, r.gcNumber, r.address, r.length, r.hash, nullptr, false);
 }
 
 void LogWriter::writeRam(SegmentKind kind, uint32_t gcNumber, uint64_t address,
@@ -428,22 +428,22 @@ void LogWriter::writeRam(SegmentKind kind, uint32_t gcNumber, uint64_t address,
     const uint8_t* p = bytes.data() + off;
     uint64_t h = XXH3_64bits(p, n);
     bool fresh = impl_->ramHashes.insert(h).second;
-    putRam(kind, gcNumber, address + off, n, h, fresh ? p : nullptr);
+    putRam(kind, gcNumber, address + off, n, h, p, fresh);
     off += n;
   } while (off < bytes.size() && ok_);
 }
 
 void LogWriter::putRam(SegmentKind kind, uint32_t gcNumber, uint64_t address, uint64_t length,
-                       uint64_t hash, const uint8_t* bytes) {
+                       uint64_t hash, const uint8_t* bytes, bool stored) {
   Impl& d = *impl_;
   if (d.ramCount == 0) d.ramEntry = IndexEntry{};
   d.ram.putByte(static_cast<uint8_t>(kind));
-  d.ram.putByte(bytes ? 1 : 0);
+  d.ram.putByte(stored ? 1 : 0);
   d.ram.putVarint(gcNumber);
   d.ram.putVarint(address);
   d.ram.putVarint(length);
   d.ram.putU64(hash);
-  if (bytes) d.ram.putBytes(bytes, length);
+  if (stored && length) d.ram.putBytes(bytes, length);
   d.noteGc(gcNumber, d.ramEntry);
   ++d.ramCount;
   if (d.ram.size() >= options_.ramChunkBytes) flushRam();

@@ -112,7 +112,7 @@ class LogWriter {
   void flushRecords();
   void flushRam();
   void putRam(SegmentKind kind, uint32_t gcNumber, uint64_t address, uint64_t length,
-              uint64_t hash, const uint8_t* bytes);  // bytes null: stored earlier
+              uint64_t hash, const uint8_t* bytes, bool stored);  // !stored: bytes stored earlier
   void writeChunk(uint16_t type, const uint8_t* raw, size_t rawLen, uint64_t firstSeq,
                   uint32_t count, IndexEntry* entry);
 
