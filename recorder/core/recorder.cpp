@@ -434,6 +434,7 @@ __attribute__((constructor(101))) void start() {
   pthread_atfork(nullptr, nullptr, afterForkChild);
   g.seq.store(kStartupSeqs, std::memory_order_relaxed);
   g.active.store(true, std::memory_order_release);
+  if (initBdwgc) initBdwgc();  // before the writer: the log header names the runtimes
   if (!startWriter()) {
     g.active.store(false, std::memory_order_release);
     say("cannot start the writer thread: recording off");

@@ -127,6 +127,9 @@ void flushForCrash();
 // hooks/bdwgc.cpp, when linked in: a custom event may ask for a RAM dump at the next collection
 // (policy event:NAME).
 void noteEventForGc(const char* name, size_t len) __attribute__((weak));
+// hooks/bdwgc.cpp, when linked in: hooks the program's libgc, if it has one. Called once at
+// start-up, after recording is on and before the writer thread starts.
+void initBdwgc() __attribute__((weak));
 
 // hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
 void installCrashHandlers();

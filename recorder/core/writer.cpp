@@ -186,6 +186,10 @@ class Writer {
                  {"unwind", unwind},
                  {"ring_bytes", std::to_string(g.ringBytes)},
                  {"time_resolution_ns", std::to_string(g.timeResolutionNs)}};
+    if (g.bdwgcVersion[0]) {
+      const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
+      h.options.push_back({"ram_dumps", dumps && *dumps ? dumps : "off"});
+    }
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     h.hostname = host;

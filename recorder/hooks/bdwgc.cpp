@@ -43,6 +43,7 @@
 #include <gc/gc_typed.h>
 
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -53,6 +54,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
@@ -779,10 +781,86 @@ void GC_CALLBACK onThreadEvent(GC_EventType event, void* thread) {
 
 char g_selfPath[4096] = {};  // this module's path as dl_iterate_phdr names it
 
+// Modules loaded only because the recorder needs them (lz4, Cap'n Proto, libunwind, ... and their
+// own dependencies), by file name. Their data holds no pointer into the collected heap; the
+// collector would scan it as roots, and the root size paces collections (GC_min_bytes_allocd):
+// the recorded program would collect at other moments than the unrecorded one. Only modules the
+// program's own dependency tree does not reach are listed, so none of the program's roots is
+// ever hidden.
+constexpr int kMaxOwn = 64;
+char g_ownModules[kMaxOwn][128];
+int g_ownCount = 0;
+
+const char* baseName(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+bool isOwnModule(const char* path) {
+  const char* base = baseName(path);
+  for (int i = 0; i < g_ownCount; ++i)
+    if (std::strcmp(g_ownModules[i], base) == 0) return true;
+  return false;
+}
+
+struct LoadedModule {
+  const char* path;
+  std::vector<const char*> needed;  // DT_NEEDED sonames
+};
+
+void findOwnModules() {
+  std::vector<LoadedModule> mods;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) -> int {
+        auto& out = *static_cast<std::vector<LoadedModule>*>(arg);
+        LoadedModule m{info->dlpi_name ? info->dlpi_name : "", {}};
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+          auto* dyn = reinterpret_cast<const ElfW(Dyn)*>(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+          uintptr_t strtab = 0;
+          for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d)
+            if (d->d_tag == DT_STRTAB) strtab = d->d_un.d_ptr;
+          if (!strtab) break;
+          if (strtab < info->dlpi_addr) strtab += info->dlpi_addr;  // not relocated in place
+          for (const ElfW(Dyn)* d = dyn; d->d_tag != DT_NULL; ++d)
+            if (d->d_tag == DT_NEEDED) m.needed.push_back(reinterpret_cast<const char*>(strtab + d->d_un.d_val));
+        }
+        out.push_back(std::move(m));
+        return 0;
+      },
+      &mods);
+  if (mods.empty()) return;
+  auto closure = [&](size_t from) {
+    std::vector<bool> seen(mods.size());
+    std::vector<size_t> todo{from};
+    seen[from] = true;
+    while (!todo.empty()) {
+      size_t i = todo.back();
+      todo.pop_back();
+      for (const char* soname : mods[i].needed)
+        for (size_t j = 0; j < mods.size(); ++j)
+          if (!seen[j] && std::strcmp(baseName(mods[j].path), soname) == 0) {
+            seen[j] = true;
+            todo.push_back(j);
+          }
+    }
+    return seen;
+  };
+  size_t self = mods.size();
+  for (size_t i = 0; i < mods.size(); ++i)
+    if (std::strcmp(mods[i].path, g_selfPath) == 0) self = i;
+  if (self == mods.size()) return;
+  std::vector<bool> program = closure(0), ours = closure(self);
+  for (size_t i = 0; i < mods.size() && g_ownCount < kMaxOwn; ++i)
+    if (ours[i] && !program[i] && mods[i].path[0])
+      std::snprintf(g_ownModules[g_ownCount++], sizeof g_ownModules[0], "%s", baseName(mods[i].path));
+}
+
+
 int GC_CALLBACK onStaticRoots(const char* name, void* start, size_t size) {
   // The recorder's own data holds no pointer into the collected heap. Scanning it would only
   // make the collector's pacing differ from the unrecorded program's (root size counts there).
-  if (name && g_selfPath[0] && std::strcmp(name, g_selfPath) == 0) return 0;
+  if (name && isOwnModule(name)) return 0;
   int keep = g_programStaticRoots ? g_programStaticRoots(name, start, size) : 1;
   if (keep) {
     int i = g_staticCount.fetch_add(1, std::memory_order_relaxed);
@@ -800,8 +878,9 @@ void afterForkChild() {
   g_stackCount = 0;
 }
 
-__attribute__((constructor(102))) void initBdwgc() {
-  if (!g.active.load(std::memory_order_acquire)) return;
+}  // namespace
+
+void initBdwgc() {
   Guard guard;
   void* setter = dlsym(RTLD_NEXT, "GC_set_on_collection_event");
   if (!setter) return;  // not a bdwgc program
@@ -809,6 +888,7 @@ __attribute__((constructor(102))) void initBdwgc() {
   Dl_info self;
   if (dladdr(reinterpret_cast<void*>(&initBdwgc), &self) && self.dli_fname)
     std::snprintf(g_selfPath, sizeof g_selfPath, "%s", self.dli_fname);
+  findOwnModules();
   if (const char* policy = getenv("HEAPMAN_RAM_DUMPS")) {
     if (std::strcmp(policy, "every") == 0) {
       g_dumpPolicy = DumpPolicy::kEvery;
@@ -830,8 +910,6 @@ __attribute__((constructor(102))) void initBdwgc() {
   real_GC_register_has_static_roots_callback.get()(onStaticRoots);
   pthread_atfork(nullptr, nullptr, afterForkChild);
 }
-
-}  // namespace
 
 void noteEventForGc(const char* name, size_t len) {
   if (g_dumpPolicy == DumpPolicy::kAtEvent && std::strlen(g_dumpEvent) == len &&

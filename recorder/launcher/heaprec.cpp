@@ -34,7 +34,8 @@ constexpr int kCannotRun = 127;
 
 const char* kSynopsis =
     "usage: heaprec run [-o FILE] [--depth N] [--unwind fp|auto|dwarf] [--time-resolution NS]\n"
-    "                   [--follow-exec] -- PROGRAM [ARGS...]\n";
+    "                   [--follow-exec] [--ram-dumps off|every|every:N|event:NAME]\n"
+    "                   -- PROGRAM [ARGS...]\n";
 
 std::string selfDir() {
   char buf[PATH_MAX];
@@ -74,7 +75,11 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
       "(libunwind always: exact without frame pointers, slower)")(
       "time-resolution", po::value<unsigned>()->default_value(10000),
       "event time resolution in ns (coarser: smaller logs)")(
-      "follow-exec", "record programs PROGRAM executes too (default: only PROGRAM and its forks)");
+      "follow-exec", "record programs PROGRAM executes too (default: only PROGRAM and its forks)")(
+      "ram-dumps", po::value<std::string>()->default_value("off"),
+      "bdwgc programs: copy the live heap, roots and stacks at collections: off, every, "
+      "every:N (every Nth collection), event:NAME (the first collection after each custom "
+      "event NAME)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(options).options(desc).run(), vm);
@@ -94,6 +99,18 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   unsigned depth = vm["depth"].as<unsigned>();
   if (depth < 1 || depth > 256) {
     std::fprintf(stderr, "heaprec: --depth must be between 1 and 256\n");
+    return kUsage;
+  }
+  std::string ramDumps = vm["ram-dumps"].as<std::string>();
+  if (!(ramDumps == "off" || ramDumps == "every" ||
+        (ramDumps.rfind("every:", 0) == 0 && ramDumps.size() > 6 &&
+         ramDumps.size() < 16 && ramDumps.find_first_not_of("0123456789", 6) == std::string::npos &&
+         std::stoul(ramDumps.substr(6)) > 0) ||
+        (ramDumps.rfind("event:", 0) == 0 && ramDumps.size() > 6))) {
+    std::fprintf(stderr,
+                 "heaprec: --ram-dumps must be off, every, every:N (N >= 1) or event:NAME, not "
+                 "'%s'\n",
+                 ramDumps.c_str());
     return kUsage;
   }
   std::string unwind = vm["unwind"].as<std::string>();
@@ -133,6 +150,7 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     setenv("HEAPMAN_DEPTH", std::to_string(depth).c_str(), 1);
     setenv("HEAPMAN_TIME_RES_NS", std::to_string(std::max(1u, vm["time-resolution"].as<unsigned>())).c_str(), 1);
     setenv("HEAPMAN_UNWIND", unwind.c_str(), 1);
+    if (ramDumps != "off") setenv("HEAPMAN_RAM_DUMPS", ramDumps.c_str(), 1);
     if (vm.count("follow-exec")) setenv("HEAPMAN_FOLLOW_EXEC", "1", 1);
     std::vector<char*> argv;
     for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
@@ -196,7 +214,7 @@ int main(int argc, char** argv) {
     if (args[i].empty() || args[i][0] != '-') break;
     options.push_back(args[i]);
     if ((args[i] == "-o" || args[i] == "--output" || args[i] == "--depth" ||
-         args[i] == "--time-resolution" || args[i] == "--unwind") &&
+         args[i] == "--time-resolution" || args[i] == "--unwind" || args[i] == "--ram-dumps") &&
         i + 1 < args.size())
       options.push_back(args[++i]);
   }
