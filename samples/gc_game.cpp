@@ -133,7 +133,9 @@ int main(int argc, char** argv) {
   gRunning = false;
   pthread_join(audio, nullptr);
   GC_gcollect();
-  std::printf("gc_game: %d levels x %d frames, %ld cached assets, %lu collections, checksum %ld\n",
-              levels, frames, gCache->entries, static_cast<unsigned long>(GC_get_gc_no()), checksum);
+  std::printf("gc_game: %d levels x %d frames, %ld cached assets, checksum %ld\n", levels, frames,
+              gCache->entries, checksum);
+  // How often the collector ran depends on timing (the audio thread allocates on a clock).
+  std::printf("gc_game: %lu collections\n", static_cast<unsigned long>(GC_get_gc_no()));
   return 0;
 }
