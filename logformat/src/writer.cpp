@@ -255,9 +255,18 @@ void LogWriter::write(const Alloc& r) {
       }
     }
   }
-  d.ordinalOf.insert(r.address, static_cast<uint32_t>(d.model.allocCount()));
+  // Objects of collected heaps die by Collected records, rarely by a Free: not indexing them
+  // keeps this table (its probes were most of the writer's time on GC logs) to the objects that
+  // are freed; a rare explicit free of one is coded by address.
+  if (!diesByCollection(r.heap))
+    d.ordinalOf.insert(r.address, static_cast<uint32_t>(d.model.allocCount()));
   d.model.onAlloc(r.address, info, lifoIndex);
   afterRecord();
+}
+
+bool LogWriter::diesByCollection(HeapKind h) {
+  return h == HeapKind::kGcNormal || h == HeapKind::kGcAtomic || h == HeapKind::kGcj ||
+         h == HeapKind::kGcTyped || h == HeapKind::kManaged;
 }
 
 void LogWriter::write(const Free& r) {

@@ -108,6 +108,7 @@ class LogWriter {
   void beginEvent(const EventCommon& ev);
   void noteTime(const EventCommon& ev);
   void afterRecord();
+  static bool diesByCollection(HeapKind h);
   void writeExtended(ExtKind kind, const EventCommon* ev, const std::vector<uint8_t>& body);
   void flushRecords();
   void flushRam();
