@@ -20,7 +20,8 @@ static_assert(sizeof(RootSetEntry) == 24);
 
 // A RAM dump: one mmap'd block holding this header, `count` entries, then the copied bytes.
 // The hooks fill it under the collector's lock (memcpy only); the writer thread hashes,
-// deduplicates and compresses the segments off that lock and unmaps the block.
+// deduplicates and compresses the segments off that lock, then hands the block back through
+// State::spareDump for the next dump (unmapping the one it replaces).
 struct RamDump {
   struct Entry {
     uint64_t address;
@@ -32,7 +33,8 @@ struct RamDump {
   size_t mapLength;
   uint32_t gcNumber;
   uint32_t count;
-  uint64_t copyNs;  // time spent copying under the lock
+  uint64_t copyNs;     // time spent sizing and copying under the lock
+  uint64_t copyBytes;  // bytes copied
   Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
   const uint8_t* base() const { return reinterpret_cast<const uint8_t*>(this); }
 };

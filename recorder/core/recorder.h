@@ -71,8 +71,26 @@ struct State {
   // chain is visibly broken, or libunwind always (exact for code without frame pointers).
   enum class Unwind : uint8_t { kFramePointers, kAuto, kDwarf };
   Unwind unwind = Unwind::kAuto;
+  // Executable ranges of modules built without frame pointers (framePointersOf, modules.h),
+  // found when modules are scanned (start-up, after dlopen). With kAuto a stack with a frame in
+  // one of them (other than the outermost) is taken with libunwind: such a function does not
+  // push a frame, so the walk misses its caller. Append-only: a slot is written, then published
+  // by the release store of framelessCount; readers (any hook) load the count with acquire and
+  // read the slots below it, no lock. framelessLow/High bound them all (a cheap first test; they
+  // only widen, and are stored before the count). Writers take framelessLock (off the event
+  // path; a fork child clears it). A module unloaded keeps its slot: at worst a later module
+  // there is unwound with libunwind needlessly. Full: further modules are not recorded.
+  struct CodeRange {
+    uintptr_t low, high;
+  };
+  static constexpr uint32_t kMaxFrameless = 64;
+  CodeRange frameless[kMaxFrameless] = {};
+  std::atomic<uint32_t> framelessCount{0};
+  std::atomic<uintptr_t> framelessLow{UINTPTR_MAX}, framelessHigh{0};
+  std::atomic<bool> framelessLock{false};
   char output[4096] = {};
   char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
+  std::atomic<void*> spareDump{nullptr};  // a used RamDump block for the next dump (gc_events.h)
 };
 extern State g;
 
@@ -88,8 +106,14 @@ void commit(Ring* r, RawEvent* e);
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.
 // Frame-pointer walk, bounded by the thread's stack (never faults); where code without frame
-// pointers breaks the chain, libunwind (DWARF) instead.
+// pointers breaks the chain, or the walk passed through a frameless module (g.frameless),
+// libunwind (DWARF) instead.
 uint32_t captureStack(uint64_t* out, uint32_t max);
+
+// Classifies every loaded module as keeping frame pointers or not (framePointersOf) and adds the
+// code ranges of those that do not to g.frameless, once each. At start-up and after
+// dlopen/dlclose, never per event; for --unwind auto only.
+void classifyModules();
 
 // True when `frames` equal this thread's previous event's stack (then the record carries none,
 // only kSameStack); otherwise remembers them as the previous stack.

@@ -156,6 +156,11 @@ class Writer {
     drainBelow(watermark());
     log_->finish();
     checkWriter();
+    if (ramDumps_.count && getenv("HEAPMAN_STATS"))
+      say("%llu RAM dumps, %.1f MiB copied in %.1f ms under the collector's lock (%.2f ms per MiB)",
+          static_cast<unsigned long long>(ramDumps_.count), ramDumps_.bytes / 1048576.0,
+          ramDumps_.copyNs / 1e6,
+          ramDumps_.bytes ? ramDumps_.copyNs / 1e6 / (ramDumps_.bytes / 1048576.0) : 0.0);
   }
 
  private:
@@ -403,8 +408,9 @@ class Writer {
         }
         ramDumps_.count++;
         ramDumps_.copyNs += d->copyNs;
-        ramDumps_.bytes += d->mapLength;
-        munmap(d, d->mapLength);
+        ramDumps_.bytes += d->copyBytes;
+        if (auto* old = static_cast<RamDump*>(g.spareDump.exchange(d, std::memory_order_acq_rel)))
+          munmap(old, old->mapLength);
         break;
       }
       case Kind::kNop:

@@ -692,19 +692,29 @@ bool dumpThisGc() {
 void emitRamDump(Ring* r, const RootSetEntry* roots, size_t nroots) {
   uint64_t t0 = monotonicNs();
   auto* size = real_GC_size.get();
+  // Sizes once (into the collected-address buffer, free again once emitCollected copied it).
+  if (g_collectedCap < g_live.size()) return;
   size_t count = 0, bytes = 0;
   for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i)
     if (uint64_t key = g_live.slot(i)) {
-      ++count;
-      bytes += size(reinterpret_cast<void*>(key & ~uint64_t{1}));
+      g_collected[count] = size(reinterpret_cast<void*>(key & ~uint64_t{1}));
+      bytes += g_collected[count++];
     }
+  size_t objects = count;
   for (size_t i = 0; i < nroots; ++i) bytes += roots[i].size;
   count += nroots;
   size_t header = sizeof(RamDump) + count * sizeof(RamDump::Entry);
-  size_t total = (header + bytes + 4095) & ~size_t{4095};
-  auto* d = static_cast<RamDump*>(mapBytes(total));
+  size_t need = (header + bytes + 4095) & ~size_t{4095};
+  // The writer hands the last block back: its pages are already faulted in.
+  auto* d = static_cast<RamDump*>(g.spareDump.exchange(nullptr, std::memory_order_acquire));
+  if (d && d->mapLength < need) {
+    munmap(d, d->mapLength);
+    d = nullptr;
+  }
+  size_t length = d ? d->mapLength : (need + need / 4 + 4095) & ~size_t{4095};
+  if (!d) d = static_cast<RamDump*>(mapBytes(length));
   if (!d) return;
-  d->mapLength = total;
+  d->mapLength = length;
   d->gcNumber = g_gcNumber;
   RamDump::Entry* out = d->entries();
   uint64_t off = header;
@@ -715,10 +725,11 @@ void emitRamDump(Ring* r, const RootSetEntry* roots, size_t nroots) {
     off += len;
     ++k;
   };
-  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i)
+  size_t j = 0;
+  for (size_t i = 0, cap = g_live.capacity(); i < cap && j < objects; ++i)
     if (uint64_t key = g_live.slot(i)) {
       auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-      put(reinterpret_cast<uint64_t>(p), p, size(p), log::SegmentKind::kObject);
+      put(reinterpret_cast<uint64_t>(p), p, g_collected[j++], log::SegmentKind::kObject);
     }
   for (size_t i = 0; i < nroots; ++i)
     put(roots[i].address, reinterpret_cast<const void*>(roots[i].address), roots[i].size,
@@ -726,10 +737,11 @@ void emitRamDump(Ring* r, const RootSetEntry* roots, size_t nroots) {
             ? log::SegmentKind::kThreadStack
             : log::SegmentKind::kStaticRoot);
   d->count = k;
+  d->copyBytes = off - header;
   d->copyNs = monotonicNs() - t0;
   RawEvent* e = begin(r, Kind::kRamDump, 0, 0);
   if (!e) {
-    munmap(d, total);
+    munmap(d, length);
     return;
   }
   e->a = reinterpret_cast<uint64_t>(d);
