@@ -2,8 +2,10 @@
 # The two set-up commands of README.md. Each installs the Debian packages it needs, builds, and runs.
 #
 #   cmake/setup.sh main   build and install to out/install, then run the main job: record the
-#                         sample game with heaprec, print `heapman info` of the log, write its
-#                         JSON summary. Outputs go to out/.
+#                         bdwgc sample game with heaprec, replay it (GCs, blame at the end of
+#                         level 2, growth diff over level 2, churn, folded stacks) and write CSV
+#                         and folded-stack outputs; the same for the C++-heap sample. Outputs
+#                         go to out/.
 #   cmake/setup.sh test   build with -Werror, run every test (CTest), then build the reader's
 #                         libFuzzer target with clang and ASan/UBSan and fuzz it briefly.
 #                         This is what CI runs (.ci/run).
@@ -23,13 +25,33 @@ case "$mode" in
     cmake --build build -j"$jobs"
     cmake --install build --prefix out/install >/dev/null
     mkdir -p out
-    # Record the sample game (C++ heap, two threads, levels and frames), then summarize the log.
-    out/install/bin/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
-    out/install/bin/heapman info out/native_game.hml
-    out/install/bin/heapman info out/native_game.hml --json >out/native_game-info.json
-    out/install/bin/heapman verify out/native_game.hml
+    bin=out/install/bin
+    # Record the sample game on the Boehm collector (levels, frames, a leaking cache, churn, two
+    # threads), with RAM dumps at the first collection after each level ends.
+    "$bin"/heaprec run -o out/gc_game.hml --ram-dumps event:level_end -- build/samples/gc_game 3 300
+    "$bin"/heapman info out/gc_game.hml
+    "$bin"/heapman verify out/gc_game.hml
+    # Replay: the collections, who holds the memory at the end of level 2, what grew during it,
+    # who made the garbage; CSV and folded stacks for tools (flamegraph.pl, speedscope).
+    "$bin"/heapman gcs out/gc_game.hml
+    "$bin"/heapman blame out/gc_game.hml --at level_end#2 --top 10 --csv out/gc_game-blame.csv
+    "$bin"/heapman blame out/gc_game.hml --at level_end#2 --top 10
+    "$bin"/heapman diff out/gc_game.hml --from level_start#2 --to level_end#2 --top 10 \
+      --csv out/gc_game-diff.csv
+    "$bin"/heapman diff out/gc_game.hml --from level_start#2 --to level_end#2 --top 10
+    "$bin"/heapman churn out/gc_game.hml --from level_start#2 --to level_end#2 --top 10
+    "$bin"/heapman stacks out/gc_game.hml --at level_end#2 -o out/gc_game-live.folded
+    # The same game on the C++ heap (new/delete), recorded and blamed the same way.
+    "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
+    "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
+    "$bin"/heapman info out/native_game.hml --json >out/native_game-info.json
     echo
-    echo "outputs: out/native_game.hml (the log), out/native_game-info.json (its summary for tools)"
+    echo "outputs in out/:"
+    echo "  gc_game.hml              the log of the bdwgc sample game (heapman gc_game.hml: a shell on it)"
+    echo "  gc_game-blame.csv        live bytes per blame function at level_end#2"
+    echo "  gc_game-diff.csv         growth per function from level_start#2 to level_end#2"
+    echo "  gc_game-live.folded      folded stacks of the live set at level_end#2"
+    echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
     ;;
   test)
     cmake/deps.sh test
