@@ -109,7 +109,10 @@ class LiveSet {
       uint64_t sd = (s.address & ~kDead) >> kDistShift;
       if (sd < dist) break;  // Robin Hood: the richer element moves on; `want` is not present
       i = next(i);
-      ++dist;
+      if (++dist >= kMaxDist) {  // pathological: the distance would reach the dead bit
+        regrow(capacity_ * 2);
+        return insert(obj, replaced);
+      }
     }
     // obj takes slot i; carry the displaced ones forward (none of them equals obj). A dead slot
     // met on the way is taken over when the carried element may stand there.
