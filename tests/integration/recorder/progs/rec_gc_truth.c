@@ -4,7 +4,7 @@
  *
  * THREADS threads allocate through many libgc entry points (GC_malloc, GC_malloc_atomic,
  * GC_malloc_uncollectable, GC_malloc_many batches, GC_gcj_malloc, GC_malloc_explicitly_typed,
- * GC_strdup, GC_realloc, GC_debug_malloc) while collections run, keep about one object in ten
+ * GC_strdup, GC_realloc, GC_debug_malloc, GC_debug_free) while collections run, keep about one object in ten
  * reachable for a while, give some a finalizer, and free some explicitly with GC_free.
  *
  * Every object that may die by collection gets a long weak link (GC_register_long_link): the
@@ -91,7 +91,8 @@ static size_t track(Worker* w, void* p) {
   if (i == w->cap) abort();
   w->links[i].cell = (void*)(~(uintptr_t)p); /* any non-zero value; not a pointer to p */
   w->links[i].addr = (uintptr_t)p;
-  if (GC_register_long_link(&w->links[i].cell, p) != GC_SUCCESS) abort();
+  /* The link names the collector's object (a GC_debug_* object starts before p). */
+  if (GC_register_long_link(&w->links[i].cell, GC_base(p)) != GC_SUCCESS) abort();
   atomic_store_explicit(&w->count, i + 1, memory_order_release);
   return i;
 }
@@ -185,6 +186,18 @@ static void* work(void* arg) {
       }
       p = GC_malloc(size);
       w->allocs[kNormal]++;
+    } else if (r < 86) { /* the debug family: the program's pointer lies past a header */
+      void* q = GC_debug_malloc(size, GC_EXTRAS);
+      w->allocs[kNormal]++;
+      if (next(w) % 3 == 0) {
+        GC_debug_free(q);
+        w->frees++;
+        ++i;
+        continue;
+      }
+      track(w, q); /* never kept: GC_realloc must not see a debug object */
+      ++i;
+      continue;
     } else if (r < 88) { /* uncollectable, freed explicitly soon after */
       void* q = GC_malloc_uncollectable(size);
       w->allocs[kUncollectable]++;
