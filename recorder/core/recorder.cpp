@@ -225,6 +225,7 @@ void commit(Ring* r, RawEvent* e) {
 void recordModules() {
   if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
   Guard guard;
+  if (g.unwind == State::Unwind::kAuto) classifyModules();
   Ring* r = threadRing();
   if (!r) return;
   std::string blob = serializeModules(scanModules());
@@ -245,7 +246,52 @@ bool sameStack(Ring* r, const uint64_t* frames, uint32_t n) {
   return false;
 }
 
+void classifyModules() {
+  // Writers only (start-up, dlopen/dlclose hooks): serialize them. Readers take no lock.
+  while (g.framelessLock.exchange(true, std::memory_order_acquire)) sched_yield();
+  dl_iterate_phdr(
+      [](dl_phdr_info* pi, size_t, void*) -> int {
+        CodeRange found[8];
+        uint32_t got = framelessRanges(pi, found, 8);
+        for (uint32_t i = 0; i < got; ++i) {
+          auto [low, high] = found[i];
+          if (low < g.selfHigh && high > g.selfLow) continue;  // our frames are skipped anyway
+          uint32_t count = g.framelessCount.load(std::memory_order_relaxed);
+          bool known = false;
+          for (uint32_t k = 0; k < count && !known; ++k)
+            known = g.frameless[k].low == low && g.frameless[k].high == high;
+          if (known) continue;
+          if (count == State::kMaxFrameless) return 1;  // full: later modules keep the FP walk
+          g.frameless[count] = {low, high};
+          if (low < g.framelessLow.load(std::memory_order_relaxed))
+            g.framelessLow.store(low, std::memory_order_relaxed);
+          if (high > g.framelessHigh.load(std::memory_order_relaxed))
+            g.framelessHigh.store(high, std::memory_order_relaxed);
+          g.framelessCount.store(count + 1, std::memory_order_release);
+        }
+        return 0;
+      },
+      nullptr);
+  g.framelessLock.store(false, std::memory_order_release);
+}
+
 namespace {
+// True when a frame other than the outermost lies in a module without frame pointers: that
+// function did not push a frame, so the walk skipped its caller. Few ranges, one bounds test
+// for most frames (the main program usually lies below every shared library).
+inline bool throughFrameless(const uint64_t* frames, uint32_t n) {
+  uint32_t count = g.framelessCount.load(std::memory_order_acquire);
+  if (count == 0) return false;
+  uintptr_t low = g.framelessLow.load(std::memory_order_relaxed);
+  uintptr_t high = g.framelessHigh.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i + 1 < n; ++i) {
+    if (frames[i] < low || frames[i] >= high) continue;
+    for (uint32_t k = 0; k < count; ++k)
+      if (frames[i] >= g.frameless[k].low && frames[i] < g.frameless[k].high) return true;
+  }
+  return false;
+}
+
 // libunwind's walk from here, the recorder's own frames skipped.
 uint32_t dwarfStack(uint64_t* out, uint32_t max) {
   void* buf[kMaxFrames + 16];
@@ -287,8 +333,12 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
   // A whole chain reaches the code that called main or started the thread, both in libc (which
   // keeps no frame pointers, so the walk ends there). Anything else means code without frame
   // pointers broke the chain: unwind with DWARF information instead (libunwind), slower but right.
+  // A whole chain can still miss frames: a function without frame pointers that leaves the
+  // register alone (operator new in Debian's libstdc++) hides its caller. Its module is known
+  // (classifyModules), so a chain through one is taken again with libunwind too.
+  if (g.unwind == State::Unwind::kFramePointers) return n;
   bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
-  if (whole || g.unwind == State::Unwind::kFramePointers) return n;
+  if (whole && !throughFrameless(out, n)) return n;
   return dwarfStack(out, max);
 }
 
@@ -364,6 +414,7 @@ void afterForkChild() {
   Guard guard;
   g.active.store(false, std::memory_order_relaxed);
   g.writerRunning = false;
+  g.framelessLock.store(false, std::memory_order_relaxed);  // a parent thread may have held it
   g.parentPid = g.pid;
   g.pid = static_cast<int>(getpid());
   char path[sizeof g.output + 16];
@@ -422,6 +473,7 @@ __attribute__((constructor(101))) void start() {
     if (std::strcmp(unwind, "fp") == 0) g.unwind = State::Unwind::kFramePointers;
     if (std::strcmp(unwind, "dwarf") == 0) g.unwind = State::Unwind::kDwarf;
   }
+  if (g.unwind == State::Unwind::kAuto) classifyModules();
   g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (g.fd < 0) {
     say("cannot write %s: recording off, the program runs unrecorded", g.output);

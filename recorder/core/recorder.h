@@ -42,6 +42,10 @@ inline constexpr uint16_t kModuleSeqs = 1024;
 // its other events.
 void recordModules();
 
+struct CodeRange {  // [low, high)
+  uintptr_t low, high;
+};
+
 struct State {
   std::atomic<bool> active{false};     // hooks record only while set
   std::atomic<uint64_t> seq{0};        // next global sequence number
@@ -71,7 +75,7 @@ struct State {
   // chain is visibly broken, or libunwind always (exact for code without frame pointers).
   enum class Unwind : uint8_t { kFramePointers, kAuto, kDwarf };
   Unwind unwind = Unwind::kAuto;
-  // Executable ranges of modules built without frame pointers (framePointersOf, modules.h),
+  // Code ranges of modules built without frame pointers (framelessRanges, modules.h),
   // found when modules are scanned (start-up, after dlopen). With kAuto a stack with a frame in
   // one of them (other than the outermost) is taken with libunwind: such a function does not
   // push a frame, so the walk misses its caller. Append-only: a slot is written, then published
@@ -80,9 +84,6 @@ struct State {
   // only widen, and are stored before the count). Writers take framelessLock (off the event
   // path; a fork child clears it). A module unloaded keeps its slot: at worst a later module
   // there is unwound with libunwind needlessly. Full: further modules are not recorded.
-  struct CodeRange {
-    uintptr_t low, high;
-  };
   static constexpr uint32_t kMaxFrameless = 64;
   CodeRange frameless[kMaxFrameless] = {};
   std::atomic<uint32_t> framelessCount{0};
@@ -110,7 +111,7 @@ void commit(Ring* r, RawEvent* e);
 // libunwind (DWARF) instead.
 uint32_t captureStack(uint64_t* out, uint32_t max);
 
-// Classifies every loaded module as keeping frame pointers or not (framePointersOf) and adds the
+// Classifies every loaded module as keeping frame pointers or not (framelessRanges) and adds the
 // code ranges of those that do not to g.frameless, once each. At start-up and after
 // dlopen/dlclose, never per event; for --unwind auto only.
 void classifyModules();
