@@ -4,8 +4,8 @@
 //   logformat_bench write OUT.hml [EVENTS]   encode EVENTS alloc/free events (default 10 M),
 //                                            report bytes/event and write throughput
 //   logformat_bench read LOG                 decode every record, report read throughput
-//   logformat_bench plain [EVENTS]           run the same workload with real call depth and no
-//                                            logging: the program a peer profiler records
+//   (churn_program runs the same workload with real call depth and no logging: the program
+//   the recorder and peer profilers record.)
 //
 // Timing model for `write`: the recorder stamps events with a microsecond clock; the workload
 // is replayed with 50 ns between events (what the recorder costs per event on this machine per
@@ -33,22 +33,6 @@ namespace {
 
 double seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// Real call depth for `plain`, so a peer profiler unwinds stacks as deep as the log claims.
-__attribute__((noinline)) void* deepAlloc(int depth, size_t size) {
-  if (depth <= 1) return std::malloc(size);
-  void* p = deepAlloc(depth - 1, size);
-  asm volatile("" ::"r"(p) : "memory");  // keep the frame (no tail call)
-  return p;
-}
-
-int plain(uint64_t events) {
-  bench::ChurnWorkload w;
-  uint64_t n = w.run(events, [](const bench::ChurnEvent&) {},
-                     [](const bench::Site& s, size_t size) { return deepAlloc(s.depth, size); });
-  std::printf("plain: %" PRIu64 " alloc/free events\n", n);
-  return 0;
 }
 
 int write(const char* path, uint64_t events) {
@@ -143,7 +127,7 @@ int read(const char* path) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: logformat_bench write OUT [EVENTS] | read LOG | plain [EVENTS]\n");
+    std::fprintf(stderr, "usage: logformat_bench write OUT [EVENTS] | read LOG\n");
     return 2;
   }
   std::string mode = argv[1];
@@ -151,11 +135,10 @@ int main(int argc, char** argv) {
     if (mode == "write" && argc >= 3)
       return write(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10000000);
     if (mode == "read" && argc >= 3) return read(argv[2]);
-    if (mode == "plain") return plain(argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 10000000);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "logformat_bench: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: logformat_bench write OUT [EVENTS] | read LOG | plain [EVENTS]\n");
+  std::fprintf(stderr, "usage: logformat_bench write OUT [EVENTS] | read LOG\n");
   return 2;
 }

@@ -22,7 +22,7 @@ rd=$(sed -E 's/.*\), ([0-9.]+) M events\/s.*/\1/' <<<"$r")
 
 ht="n/a (heaptrack not installed)"
 if command -v heaptrack >/dev/null; then
-  heaptrack -o "$tmp/ht" "$bench" plain "$events" >"$tmp/ht.out" 2>&1
+  heaptrack -o "$tmp/ht" "$build/bench/churn_program" "$events" >"$tmp/ht.out" 2>&1
   htfile=$(ls "$tmp"/ht.* | grep -v '\.out$' | head -1)
   htbytes=$(stat -c %s "$htfile")
   ht=$(awk -v b="$htbytes" -v n="$n" 'BEGIN { printf "%.3f", b / n }')

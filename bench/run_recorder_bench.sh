@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Recorder overhead: the churn workload with real call depth 3-15 (logformat_bench plain), run
+# Recorder overhead: the churn workload with real call depth 3-15 (churn_program), run
 # plain, under heaprec (full stacks, depth 32) and under heaptrack, in one run. Wall time and peak
 # RSS from /usr/bin/time; bytes per event from each tool's output file.
 #
@@ -8,7 +8,7 @@ set -euo pipefail
 build=${1:?usage: run_recorder_bench.sh BUILD_DIR [EVENTS] [RUNS]}
 events=${2:-10000000}
 runs=${3:-3}
-bench="$build/bench/logformat_bench"
+bench="$build/bench/churn_program"
 heaprec="$build/recorder/heaprec"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -21,11 +21,11 @@ measure() {  # label command...: prints "label seconds maxrss_kb"
 }
 
 for run in $(seq "$runs"); do
-  measure plain "$bench" plain "$events"
-  measure heaprec "$heaprec" run -o "$tmp/rec.hml" -- "$bench" plain "$events"
+  measure plain "$bench" "$events"
+  measure heaprec "$heaprec" run -o "$tmp/rec.hml" -- "$bench" "$events"
   if command -v heaptrack >/dev/null; then
     rm -f "$tmp"/ht.*
-    measure heaptrack heaptrack -o "$tmp/ht" "$bench" plain "$events"
+    measure heaptrack heaptrack -o "$tmp/ht" "$bench" "$events"
   fi
 done | tee "$tmp/results"
 

@@ -39,7 +39,7 @@ bpo=$(sed -nE 's/.* = ([0-9.]+) bytes\/object; .*/\1/p' <<<"$mem")
 ht="n/a (heaptrack not installed)"
 htcpu="n/a"
 if command -v heaptrack >/dev/null && command -v heaptrack_print >/dev/null; then
-  heaptrack -o "$tmp/ht" "$lf" plain "$events" >"$tmp/ht.out" 2>&1
+  heaptrack -o "$tmp/ht" "$build/bench/churn_program" "$events" >"$tmp/ht.out" 2>&1
   htfile=$(ls "$tmp"/ht.* | grep -v '\.out$' | head -1)
   TIMEFORMAT='%R %U %S'
   { time heaptrack_print "$htfile" >"$tmp/ht.txt" 2>&1; } 2>"$tmp/ht.time"
