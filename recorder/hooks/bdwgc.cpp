@@ -128,6 +128,8 @@ struct Births {
   std::atomic<uint32_t> blocks{0};    // blocks not yet released by the consumer
   std::atomic<bool> closed{false};    // the thread exited
   Births* next = nullptr;             // registry
+  pthread_t self{};                   // the producing thread, and its recorder thread index
+  uint32_t ringIndex = log::kRecorderThread;  // (names its stack in root sets)
 };
 
 std::atomic<Births*> g_births{nullptr};  // registry, newest first
@@ -149,6 +151,8 @@ Births* threadBirths() {
   new (block) BirthBlock;
   b->write = b->read = block;
   b->blocks.store(1, std::memory_order_relaxed);
+  b->self = pthread_self();
+  if (Ring* r = threadRing()) b->ringIndex = r->index;
   Births* head = g_births.load(std::memory_order_relaxed);
   do {
     b->next = head;
@@ -634,17 +638,24 @@ size_t sweep() {
 }
 
 // The roots of the collection that is finishing: static data segments the collector reported,
-// ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own.
-// A stack's recorder thread index is not known from a pthread_t: entries carry kRecorderThread,
-// and their ranges match the ThreadStart records'. Allocation lock held (static storage).
+// ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
+// each with its recorder thread index where known. Allocation lock held (static storage).
 constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + 1;
 RootSetEntry g_roots[kMaxRoots];
 
+// The recorder thread index of a thread the collector suspended: known for threads that
+// allocated from the collected heap (their birth queue says), else kRecorderThread.
+uint32_t threadIndexOf(pthread_t t) {
+  for (Births* b = g_births.load(std::memory_order_acquire); b; b = b->next)
+    if (!b->closed.load(std::memory_order_acquire) && pthread_equal(b->self, t)) return b->ringIndex;
+  return log::kRecorderThread;
+}
+
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
-  auto add = [&](uint64_t low, uint64_t size, log::RootSource src) {
-    if (n < kMaxRoots && size)
-      g_roots[n++] = {low, size, log::kRecorderThread, static_cast<uint8_t>(src), {}};
+  auto add = [&](uint64_t low, uint64_t size, log::RootSource src,
+                 uint32_t thread = log::kRecorderThread) {
+    if (n < kMaxRoots && size) g_roots[n++] = {low, size, thread, static_cast<uint8_t>(src), {}};
   };
   int ns = std::min(g_staticCount.load(std::memory_order_relaxed), kMaxStatic);
   for (int i = 0; i < ns; ++i)
@@ -660,11 +671,12 @@ size_t collectRoots(uint64_t mySp) {
   for (int i = 0; i < nt; ++i)
     if (stackOf(g_suspended[i], low, high)) {
       uint64_t from = stackInUse(low, high, 0);
-      add(from, high - from, log::RootSource::kThreadStack);
+      add(from, high - from, log::RootSource::kThreadStack, threadIndexOf(g_suspended[i]));
     }
   if (stackOf(pthread_self(), low, high)) {
     uint64_t from = stackInUse(low, high, mySp);
-    add(from, high - from, log::RootSource::kThreadStack);
+    Ring* own = threadRing();
+    add(from, high - from, log::RootSource::kThreadStack, own ? own->index : log::kRecorderThread);
   }
   return n;
 }

@@ -52,6 +52,8 @@ struct Seen {
   bool gcOrder = true;  // GcBegin/GcEnd alternate with increasing numbers
   std::vector<ModuleLoad> modules;
   std::vector<RootEntry> lastRoots;
+  std::map<uint32_t, ThreadStart> threads;
+  uint64_t stacksNamed = 0, stacksOutsideTheirThread = 0;  // RootSet stack entries
 };
 
 // The module (file name) a static-data root lies in, from the log's ModuleLoad records.
@@ -100,6 +102,8 @@ Seen readGcLog(const std::string& path) {
       pending.erase(r.gcNumber);
     } else if constexpr (std::is_same_v<T, ModuleLoad>) {
       s.modules.push_back(r);
+    } else if constexpr (std::is_same_v<T, ThreadStart>) {
+      s.threads[r.index] = r;
     } else if constexpr (std::is_same_v<T, RootSet>) {
       ++s.rootSets;
       s.lastRoots = r.roots;
@@ -107,6 +111,13 @@ Seen readGcLog(const std::string& path) {
       for (const RootEntry& e : r.roots) {
         stat |= e.source == RootSource::kStaticData;
         stack |= e.source == RootSource::kThreadStack;
+        // A stack named by its thread lies within that thread's stack (ThreadStart).
+        if (e.source != RootSource::kThreadStack || e.thread == kRecorderThread) continue;
+        ++s.stacksNamed;
+        auto t = s.threads.find(e.thread);
+        if (t == s.threads.end() || e.address < t->second.stackLow ||
+            e.address + e.size > t->second.stackHigh)
+          ++s.stacksOutsideTheirThread;
       }
       s.rootSetsWithoutStatic += !stat;
       s.rootSetsWithoutStack += !stack;
@@ -133,6 +144,8 @@ void checkAgainstTruth(unsigned threads, unsigned perThread) {
   CHECK(seen.rootSets == seen.gcEnds);
   CHECK(seen.rootSetsWithoutStatic == 0);
   CHECK(seen.rootSetsWithoutStack == 0);
+  CHECK(seen.stacksNamed >= seen.rootSets);  // at least the collecting thread's
+  CHECK(seen.stacksOutsideTheirThread == 0);
   // The program's static data is a root; the recorder's own libraries are not (their data holds
   // no heap pointer, and the root size paces the collector: hiding them keeps the recorded
   // program collecting when the unrecorded one would).
