@@ -236,14 +236,24 @@ void recordModules() {
   commit(r, e);
 }
 
-bool sameStack(Ring* r, const uint64_t* frames, uint32_t n) {
-  if (r->hasLastFrames && r->lastFrameCount == n &&
-      std::memcmp(r->lastFrames, frames, n * sizeof(uint64_t)) == 0)
-    return true;
-  std::memcpy(r->lastFrames, frames, n * sizeof(uint64_t));
-  r->lastFrameCount = n;
-  r->hasLastFrames = true;
-  return false;
+uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
+  auto equal = [&](uint32_t k) {
+    return r->slotUsed[k] && r->slotCount[k] == n &&
+           std::memcmp(r->slotFrames[k], frames, n * sizeof(uint64_t)) == 0;
+  };
+  if (equal(r->lastSlot)) return static_cast<uint16_t>(kSameStack | (r->lastSlot << kStackSlotShift));
+  for (uint32_t k = 0; k < kStackSlots; ++k)
+    if (k != r->lastSlot && equal(k)) {
+      r->lastSlot = static_cast<uint8_t>(k);
+      return static_cast<uint16_t>(kSameStack | (k << kStackSlotShift));
+    }
+  uint32_t k = r->nextSlot;
+  r->nextSlot = static_cast<uint8_t>((k + 1) % kStackSlots);
+  std::memcpy(r->slotFrames[k], frames, n * sizeof(uint64_t));
+  r->slotCount[k] = n;
+  r->slotUsed[k] = true;
+  r->lastSlot = static_cast<uint8_t>(k);
+  return static_cast<uint16_t>(k << kStackSlotShift);
 }
 
 void classifyModules() {
@@ -510,10 +520,14 @@ HEAPMAN_EXPORT void heapman_record_event(const char* name, const void* data, siz
   if (len > kMaxEventBytes - 256) len = kMaxEventBytes - 256;
   uint64_t frames[kMaxFrames];
   uint32_t n = captureStack(frames, g.depth);
-  bool same = sameStack(r, frames, n);
+  uint16_t flags = cacheStack(r, frames, n);
+  bool same = flags & kSameStack;
   RawEvent* e = begin(r, Kind::kEvent, same ? 0 : n, static_cast<uint32_t>(nameLen + len));
-  if (!e) return;
-  if (same) e->flags = kSameStack;
+  if (!e) {
+    forgetStack(r, flags);
+    return;
+  }
+  e->flags = flags;
   std::memcpy(framesOf(e), frames, e->nframes * sizeof(uint64_t));
   e->a = nameLen;
   e->b = len;

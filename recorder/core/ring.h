@@ -40,8 +40,14 @@ enum class Kind : uint8_t {
   kPad = 0xFF,       // filler to the end of the buffer
 };
 
-// Flags of RawEvent.
-inline constexpr uint16_t kSameStack = 1;  // stack equals this thread's previous event's stack
+// Flags of RawEvent. Each ring keeps its last kStackSlots distinct stacks, producer and writer
+// alike (the writer as stack ids): an event whose stack is in slot k carries no frames, only
+// kSameStack and k; an event with frames says in which slot both sides keep them. Call sites
+// that alternate (two allocation sites in a loop) cost no frame copies and no re-interning.
+inline constexpr uint16_t kSameStack = 1;
+inline constexpr uint16_t kStackSlotShift = 1;
+inline constexpr uint32_t kStackSlots = 4;
+inline constexpr uint16_t stackSlotOf(uint16_t flags) { return (flags >> kStackSlotShift) & 3; }
 
 struct RawEvent {
   uint32_t size;     // bytes of the record, header included, multiple of 8
@@ -68,12 +74,14 @@ struct alignas(64) Ring {
   std::atomic<uint32_t> closed{0};    // the thread exited; no more records
   uint64_t lostPending = 0;           // events dropped, to be reported by a kLost record
   uint64_t cachedTail = 0;            // producer's copy of tail, refreshed only when short of room
-  uint64_t lastFrames[kMaxFrames];    // the previous event's stack (kSameStack test)
-  uint32_t lastFrameCount = 0;
-  bool hasLastFrames = false;
+  uint64_t slotFrames[kStackSlots][kMaxFrames];  // recent distinct stacks (kSameStack test)
+  uint32_t slotCount[kStackSlots] = {};
+  bool slotUsed[kStackSlots] = {};
+  uint8_t lastSlot = 0;               // the slot of the previous event's stack: tested first
+  uint8_t nextSlot = 0;               // round robin for new stacks
   // Consumer side (the writer thread only).
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed
-  uint32_t writerLastStack = 0;               // stack id of the previous captured event
+  uint32_t writerSlotStack[kStackSlots] = {};  // stack id in each slot (see kSameStack)
   // Fixed.
   uint32_t index = 0;       // recorder thread index
   uint64_t capacity = 0;    // bytes of data, a power of two

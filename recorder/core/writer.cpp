@@ -331,8 +331,9 @@ class Writer {
     if (!log_->ok()) return;
     EventCommon ev{e->seq, timeOf(e->tsc), r->index};
     auto stack = [&]() -> uint32_t {
-      if (!(e->flags & kSameStack)) r->writerLastStack = stacks_.intern(framesOf(e), e->nframes, *log_);
-      return r->writerLastStack;
+      uint32_t& slot = r->writerSlotStack[stackSlotOf(e->flags)];
+      if (!(e->flags & kSameStack)) slot = stacks_.intern(framesOf(e), e->nframes, *log_);
+      return slot;
     };
     auto heap = static_cast<HeapKind>(e->heap & 7);
     switch (e->kind) {
@@ -413,7 +414,9 @@ class Writer {
           munmap(old, old->mapLength);
         break;
       }
-      case Kind::kNop:
+      case Kind::kNop:  // a failed realloc: no record, but its frames fill a stack slot
+        stack();
+        break;
       case Kind::kPad:
         break;
     }

@@ -329,14 +329,16 @@ inline RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap) {
   if (!r) return nullptr;
   uint64_t frames[kMaxFrames];
   uint32_t n = captureStack(frames, g.depth);
-  bool same = sameStack(r, frames, n);
+  uint16_t flags = cacheStack(r, frames, n);
+  bool same = flags & kSameStack;
   RawEvent* e = begin(r, kind, same ? 0 : n, 0);
-  if (!e) return nullptr;
+  if (!e) {
+    forgetStack(r, flags);
+    return nullptr;
+  }
   e->heap = heap;
-  if (same)
-    e->flags = kSameStack;
-  else
-    std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  e->flags = flags;
+  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
   return e;
 }
 
@@ -373,11 +375,15 @@ __attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap)
   Guard guard;
   Ring* r = nullptr;
   bool first = true;
+  uint16_t stackFlags = 0;  // the first event's stack slot, for the others
   for (void* q = list; q; q = *static_cast<void**>(q)) {
     uint64_t actual = real_GC_size.get()(q);
     RawEvent* e = first ? beginWithStack(r, Kind::kAlloc, 0) : r ? begin(r, Kind::kAlloc, 0, 0) : nullptr;
     if (e) {
-      if (!first) e->flags = kSameStack;
+      if (first)
+        stackFlags = static_cast<uint16_t>(kSameStack | e->flags);
+      else
+        e->flags = stackFlags;
       e->heap = static_cast<uint8_t>(heap);
       e->a = reinterpret_cast<uint64_t>(q);
       e->b = size;

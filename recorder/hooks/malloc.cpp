@@ -35,14 +35,16 @@ inline RawEvent* beginWithStack(Ring*& r, Kind kind) {
   if (!r) return nullptr;
   uint64_t frames[kMaxFrames];
   uint32_t n = captureStack(frames, g.depth);
-  bool same = sameStack(r, frames, n);
+  uint16_t flags = cacheStack(r, frames, n);
+  bool same = flags & kSameStack;
   RawEvent* e = begin(r, kind, same ? 0 : n, 0);
-  if (!e) return nullptr;
+  if (!e) {
+    forgetStack(r, flags);
+    return nullptr;
+  }
   e->heap = kNative;
-  if (same)
-    e->flags = kSameStack;
-  else
-    std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  e->flags = flags;
+  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
   return e;
 }
 
