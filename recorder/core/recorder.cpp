@@ -236,6 +236,24 @@ void recordModules() {
   commit(r, e);
 }
 
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap) {
+  r = threadRing();
+  if (!r) return nullptr;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = captureStack(frames, g.depth);
+  uint16_t flags = cacheStack(r, frames, n);
+  bool same = flags & kSameStack;
+  RawEvent* e = begin(r, kind, same ? 0 : n, 0);
+  if (!e) {
+    forgetStack(r, flags);
+    return nullptr;
+  }
+  e->heap = heap;
+  e->flags = flags;
+  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  return e;
+}
+
 uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
   auto equal = [&](uint32_t k) {
     return r->slotUsed[k] && r->slotCount[k] == n &&

@@ -120,6 +120,11 @@ void classifyModules();
 // slot when this thread recorded the same stack recently (the event then carries no frames),
 // else the slot where the frames are now kept (the event carries them).
 uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n);
+// begin() for an event that carries the calling thread's stack (captured here, leaf first, the
+// recorder's frames skipped), through the stack cache; null when the thread does not record or
+// the event was dropped. `r` receives the thread's ring.
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap);
+
 // After begin() failed for an event with those flags: the writer never got the frames, so the
 // slot must not be reused as if it had.
 inline void forgetStack(Ring* r, uint16_t flags) {

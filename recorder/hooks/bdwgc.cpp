@@ -324,23 +324,6 @@ struct Depth {
   ~Depth() { --t_gcDepth; }
 };
 
-inline RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap) {
-  r = threadRing();
-  if (!r) return nullptr;
-  uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth);
-  uint16_t flags = cacheStack(r, frames, n);
-  bool same = flags & kSameStack;
-  RawEvent* e = begin(r, kind, same ? 0 : n, 0);
-  if (!e) {
-    forgetStack(r, flags);
-    return nullptr;
-  }
-  e->heap = heap;
-  e->flags = flags;
-  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
-  return e;
-}
 
 // Key of the tracked set for an object as the program sees it.
 inline uint64_t keyOf(void* p, bool debug) {

@@ -29,29 +29,11 @@ namespace {
 
 constexpr uint8_t kNative = 0;  // log::HeapKind::kNative
 
-// Starts an event with this thread's stack; null when the thread does not record.
-inline RawEvent* beginWithStack(Ring*& r, Kind kind) {
-  r = threadRing();
-  if (!r) return nullptr;
-  uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth);
-  uint16_t flags = cacheStack(r, frames, n);
-  bool same = flags & kSameStack;
-  RawEvent* e = begin(r, kind, same ? 0 : n, 0);
-  if (!e) {
-    forgetStack(r, flags);
-    return nullptr;
-  }
-  e->heap = kNative;
-  e->flags = flags;
-  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
-  return e;
-}
 
 __attribute__((noinline)) void onAlloc(void* p, size_t size) {
   Guard guard;
   Ring* r;
-  if (RawEvent* e = beginWithStack(r, Kind::kAlloc)) {
+  if (RawEvent* e = beginWithStack(r, Kind::kAlloc, kNative)) {
     e->a = reinterpret_cast<uint64_t>(p);
     e->b = size;
     e->c = malloc_usable_size(p);
@@ -62,7 +44,7 @@ __attribute__((noinline)) void onAlloc(void* p, size_t size) {
 __attribute__((noinline)) void onFree(void* p) {
   Guard guard;
   Ring* r;
-  if (RawEvent* e = beginWithStack(r, Kind::kFree)) {
+  if (RawEvent* e = beginWithStack(r, Kind::kFree, kNative)) {
     e->a = reinterpret_cast<uint64_t>(p);
     commit(r, e);
   }
@@ -110,7 +92,7 @@ HEAPMAN_EXPORT void* realloc(void* old, size_t n) {
   }
   Guard guard;
   Ring* r;
-  RawEvent* e = beginWithStack(r, Kind::kRealloc);
+  RawEvent* e = beginWithStack(r, Kind::kRealloc, kNative);
   void* p = __libc_realloc(old, n);
   if (e) {
     if (p) {

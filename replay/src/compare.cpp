@@ -18,23 +18,7 @@ DiffResult compareLogs(Replay& ra, Attribution& aa, uint64_t pa, Replay& rb, Att
     Replay& r = side ? rb : ra;
     Attribution& a = side ? ab : aa;
     r.seek(side ? pb : pa);
-    InfoCounts c = countLive(r);
-    std::vector<uint32_t> ids = c.ids();
-    a.prepareInfos(ids);
-    const LogTables& t = r.tables();
-    for (uint32_t i : ids) {
-      const AllocInfo& info = t.infos[i];
-      const Site& s = a.site(a.siteOf(info.stackId));
-      DiffRow& f = functions[s.function + '\0' + s.module];
-      if (f.name.empty()) f.name = s.function, f.module = s.module, f.location = s.location;
-      std::string tl = typeLabel(t, info);
-      DiffRow& ty = types[tl];
-      ty.name = tl;
-      for (DiffRow* row : {&f, &ty}) {
-        (side ? row->objectsB : row->objectsA) += c.objects[i];
-        (side ? row->bytesB : row->bytesA) += c.bytes[i];
-      }
-    }
+    accumulateDiff(r.tables(), a, countLive(r), side == 1, functions, types);
   }
   for (auto& [k, row] : functions) out.functions.push_back(row);
   for (auto& [k, row] : types) out.types.push_back(row);

@@ -20,8 +20,15 @@ void sortDiffRows(std::vector<DiffRow>& rows, SortBy sort, size_t top) {
 
 namespace {
 
-// Adds one side's counts into per-site and per-type rows keyed by name.
-void accumulate(const LogTables& t, Attribution& a, const InfoCounts& c, bool sideB,
+std::vector<DiffRow> values(std::map<std::string, DiffRow>& m) {
+  std::vector<DiffRow> v;
+  for (auto& [k, row] : m) v.push_back(std::move(row));
+  return v;
+}
+
+}  // namespace
+
+void accumulateDiff(const LogTables& t, Attribution& a, const InfoCounts& c, bool sideB,
                 std::map<std::string, DiffRow>& functions, std::map<std::string, DiffRow>& types) {
   std::vector<uint32_t> ids = c.ids();
   a.prepareInfos(ids);
@@ -40,14 +47,6 @@ void accumulate(const LogTables& t, Attribution& a, const InfoCounts& c, bool si
   }
 }
 
-std::vector<DiffRow> values(std::map<std::string, DiffRow>& m) {
-  std::vector<DiffRow> v;
-  for (auto& [k, row] : m) v.push_back(std::move(row));
-  return v;
-}
-
-}  // namespace
-
 DiffResult diff(Replay& r, Attribution& a, uint64_t from, uint64_t to, bool listBorn, SortBy sort,
                 size_t top, size_t bornLimit) {
   DiffResult out;
@@ -57,9 +56,9 @@ DiffResult diff(Replay& r, Attribution& a, uint64_t from, uint64_t to, bool list
   const LogTables& t = r.tables();
   std::map<std::string, DiffRow> functions, types;
   r.seek(from);
-  accumulate(t, a, countLive(r), false, functions, types);
+  accumulateDiff(t, a, countLive(r), false, functions, types);
   r.seek(to);
-  accumulate(t, a, countLive(r), true, functions, types);
+  accumulateDiff(t, a, countLive(r), true, functions, types);
   out.functions = values(functions);
   out.types = values(types);
   sortDiffRows(out.functions, sort, top);

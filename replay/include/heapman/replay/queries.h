@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,11 @@ struct DiffResult {
 };
 // Sorting of diff rows: kBytes = |delta bytes| descending, kObjects = |delta objects|, kName.
 void sortDiffRows(std::vector<DiffRow>& rows, SortBy sort, size_t top);
+// Adds one side's live counts (side B when sideB) to rows keyed by site (function + module) and
+// by type label; diff and compareLogs share it.
+void accumulateDiff(const LogTables& t, Attribution& a, const InfoCounts& c, bool sideB,
+                    std::map<std::string, DiffRow>& functions,
+                    std::map<std::string, DiffRow>& types);
 // Seeks `from` then `to` (to >= from not required).
 DiffResult diff(Replay& r, Attribution& a, uint64_t from, uint64_t to, bool listBorn, SortBy sort,
                 size_t top, size_t bornLimit = 1000);
