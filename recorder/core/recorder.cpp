@@ -236,24 +236,10 @@ void recordModules() {
   commit(r, e);
 }
 
-RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap) {
-  r = threadRing();
-  if (!r) return nullptr;
-  uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth);
-  uint16_t flags = cacheStack(r, frames, n);
-  bool same = flags & kSameStack;
-  RawEvent* e = begin(r, kind, same ? 0 : n, 0);
-  if (!e) {
-    forgetStack(r, flags);
-    return nullptr;
-  }
-  e->heap = heap;
-  e->flags = flags;
-  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
-  return e;
-}
-
+namespace {
+// The stack-cache flags for an event with these frames (ring.h, kSameStack): kSameStack and the
+// slot when this thread recorded the same stack recently (the event then carries no frames),
+// else the slot where the frames are now kept (the event carries them).
 uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
   auto equal = [&](uint32_t k) {
     return r->slotUsed[k] && r->slotCount[k] == n &&
@@ -273,6 +259,27 @@ uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
   r->lastSlot = static_cast<uint8_t>(k);
   return static_cast<uint16_t>(k << kStackSlotShift);
 }
+}  // namespace
+
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen) {
+  r = threadRing();
+  if (!r) return nullptr;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = captureStack(frames, g.depth);
+  uint16_t flags = cacheStack(r, frames, n);
+  bool same = flags & kSameStack;
+  RawEvent* e = begin(r, kind, same ? 0 : n, extraLen);
+  if (!e) {
+    // The writer never gets these frames: the slot must not be reused as if it had.
+    if (!same) r->slotUsed[stackSlotOf(flags)] = false;
+    return nullptr;
+  }
+  e->heap = heap;
+  e->flags = flags;
+  if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  return e;
+}
+
 
 void classifyModules() {
   // Writers only (start-up, dlopen/dlclose hooks): serialize them. Readers take no lock.
@@ -531,22 +538,12 @@ using namespace heapman::rec;
 HEAPMAN_EXPORT void heapman_record_event(const char* name, const void* data, size_t len) {
   if (t_guard || !g.active.load(std::memory_order_relaxed) || !name) return;
   Guard guard;
-  Ring* r = threadRing();
-  if (!r) return;
   size_t nameLen = strnlen(name, 255);
   if (!data) len = 0;
   if (len > kMaxEventBytes - 256) len = kMaxEventBytes - 256;
-  uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth);
-  uint16_t flags = cacheStack(r, frames, n);
-  bool same = flags & kSameStack;
-  RawEvent* e = begin(r, Kind::kEvent, same ? 0 : n, static_cast<uint32_t>(nameLen + len));
-  if (!e) {
-    forgetStack(r, flags);
-    return;
-  }
-  e->flags = flags;
-  std::memcpy(framesOf(e), frames, e->nframes * sizeof(uint64_t));
+  Ring* r;
+  RawEvent* e = beginWithStack(r, Kind::kEvent, 0, static_cast<uint32_t>(nameLen + len));
+  if (!e) return;
   e->a = nameLen;
   e->b = len;
   std::memcpy(extraOf(e), name, nameLen);

@@ -116,20 +116,12 @@ uint32_t captureStack(uint64_t* out, uint32_t max);
 // dlopen/dlclose, never per event; for --unwind auto only.
 void classifyModules();
 
-// The stack-cache flags for an event with these frames (ring.h, kSameStack): kSameStack and the
-// slot when this thread recorded the same stack recently (the event then carries no frames),
-// else the slot where the frames are now kept (the event carries them).
-uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n);
 // begin() for an event that carries the calling thread's stack (captured here, leaf first, the
-// recorder's frames skipped), through the stack cache; null when the thread does not record or
-// the event was dropped. `r` receives the thread's ring.
-RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap);
+// recorder's frames skipped) through the ring's stack cache (ring.h, kSameStack), and extraLen
+// bytes after it; null when the thread does not record or the event was dropped. `r` receives
+// the thread's ring.
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen = 0);
 
-// After begin() failed for an event with those flags: the writer never got the frames, so the
-// slot must not be reused as if it had.
-inline void forgetStack(Ring* r, uint16_t flags) {
-  if (!(flags & kSameStack)) r->slotUsed[stackSlotOf(flags)] = false;
-}
 inline uint64_t* framesOf(RawEvent* e) { return reinterpret_cast<uint64_t*>(e + 1); }
 inline uint8_t* extraOf(RawEvent* e) {
   return reinterpret_cast<uint8_t*>(e + 1) + e->nframes * sizeof(uint64_t);
