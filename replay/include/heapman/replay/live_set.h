@@ -75,18 +75,8 @@ class LiveSet {
     if ((size_ + dead_ + 1) * 8 > capacity_ * 7) makeRoom();
     uint64_t want = obj.address;
     size_t i = home(want);
-    if (unsigned m = match4(i, want)) {  // present, live or dead, near its home: no probing
-      LiveObject& s = slots_[i + static_cast<unsigned>(__builtin_ctz(m))];
-      if (s.address & kDead) {  // the churn case: a block freed a moment ago is reused
-        s = {s.address & ~kDead, obj.packed};
-        --dead_;
-        ++size_;
-        return false;
-      }
-      *replaced = {want, s.packed};
-      s.packed = obj.packed;
-      return true;
-    }
+    if (unsigned m = match4(i, want))  // present, live or dead, near its home: no probing
+      return takeFound(slots_[i + static_cast<unsigned>(__builtin_ctz(m))], obj, replaced);
     uint64_t dist = 0;
     for (;;) {
       LiveObject& s = slots_[i];
@@ -95,17 +85,7 @@ class LiveSet {
         ++size_;
         return false;
       }
-      if ((s.address & kAddressMask) == want) {
-        if (s.address & kDead) {  // the churn case: a block freed a moment ago is reused
-          s = {s.address & ~kDead, obj.packed};
-          --dead_;
-          ++size_;
-          return false;
-        }
-        *replaced = {want, s.packed};
-        s.packed = obj.packed;
-        return true;
-      }
+      if ((s.address & kAddressMask) == want) return takeFound(s, obj, replaced);
       uint64_t sd = (s.address & ~kDead) >> kDistShift;
       if (sd < dist) break;  // Robin Hood: the richer element moves on; `want` is not present
       i = next(i);
@@ -210,6 +190,20 @@ class LiveSet {
   }
 
  private:
+  // insert() found obj's address in slot s: a dead slot comes back to life (the churn case: a
+  // block freed a moment ago is reused), a live one is overwritten and returned in *replaced.
+  bool takeFound(LiveObject& s, LiveObject obj, LiveObject* replaced) {
+    if (s.address & kDead) {
+      s = {s.address & ~kDead, obj.packed};
+      --dead_;
+      ++size_;
+      return false;
+    }
+    *replaced = {obj.address, s.packed};
+    s.packed = obj.packed;
+    return true;
+  }
+
   __extension__ typedef unsigned __int128 U128;
   static constexpr size_t kMinCapacity = 64;
   static constexpr size_t kShrinkAbove = 4096;  // small tables keep their slack
