@@ -23,7 +23,8 @@
 // Explicit frees are recorded before the real GC_free (the address may be handed out again at
 // once), and leave the set under the allocation lock, after the queues are drained: a later
 // object at the same address is then still in a queue and survives. Frees of objects the recorder
-// never saw (libgc's own tables, allocated without the PLT) are counted, not errors.
+// never saw (libgc's own tables, allocated without the PLT) are logged like any other; replay
+// counts them as unknown frees.
 //
 // Collection events: the program's own GC_set_on_collection_event / GC_set_on_thread_event /
 // GC_register_has_static_roots_callback callbacks are kept and chained, never replaced. While the
@@ -267,7 +268,6 @@ class LiveSet {
 };
 
 LiveSet g_live;
-uint64_t g_unknownFrees = 0;
 uint64_t g_debugOffset = 0;  // recorded address - base, for GC_debug_* objects (a constant)
 
 // Allocation lock held.
@@ -301,9 +301,11 @@ void consolidateLocked() {
   }
 }
 
+// An object the set never held (libgc's own tables) is not an error: its Free record is in the
+// log, and replay counts it as an unknown free.
 void* eraseCallback(void* key) {
   consolidateLocked();
-  if (!g_live.erase(reinterpret_cast<uint64_t>(key))) ++g_unknownFrees;
+  g_live.erase(reinterpret_cast<uint64_t>(key));
   return nullptr;
 }
 
@@ -388,13 +390,6 @@ __attribute__((noinline)) void onGcFree(void* p, HeapKind heap, bool debug) {
   untrack(keyOf(p, debug));
 }
 
-HeapKind heapOfKind(int k);
-HeapKind heapOfObject(void* p, bool debug) {
-  Guard guard;
-  void* base = reinterpret_cast<void*>(keyOf(p, debug) & ~uint64_t{1});
-  return heapOfKind(real_GC_get_kind_and_size.get()(base, nullptr));
-}
-
 HeapKind heapOfKind(int k) {
   switch (k) {
     case 0: return HeapKind::kGcAtomic;          // PTRFREE
@@ -403,6 +398,13 @@ HeapKind heapOfKind(int k) {
     default: return HeapKind::kOther;            // kinds the program (or gcj, typed) created
   }
 }
+
+HeapKind heapOfObject(void* p, bool debug) {
+  Guard guard;
+  void* base = reinterpret_cast<void*>(keyOf(p, debug) & ~uint64_t{1});
+  return heapOfKind(real_GC_get_kind_and_size.get()(base, nullptr));
+}
+
 
 // Calls the real allocator; records the outermost call.
 template <class Fn, class... A>
@@ -798,8 +800,6 @@ void GC_CALLBACK onThreadEvent(GC_EventType event, void* thread) {
   if (g_programThreadEvent) g_programThreadEvent(event, thread);
 }
 
-char g_selfPath[4096] = {};  // this module's path as dl_iterate_phdr names it
-
 // Modules loaded only because the recorder needs them (lz4, Cap'n Proto, libunwind, ... and their
 // own dependencies), by file name. Their data holds no pointer into the collected heap; the
 // collector would scan it as roots, and the root size paces collections (GC_min_bytes_allocd):
@@ -827,7 +827,8 @@ struct LoadedModule {
   std::vector<const char*> needed;  // DT_NEEDED sonames
 };
 
-void findOwnModules() {
+// `self`: this module's path as dl_iterate_phdr names it.
+void findOwnModules(const char* self) {
   std::vector<LoadedModule> mods;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* arg) -> int {
@@ -865,11 +866,11 @@ void findOwnModules() {
     }
     return seen;
   };
-  size_t self = mods.size();
+  size_t selfIndex = mods.size();
   for (size_t i = 0; i < mods.size(); ++i)
-    if (std::strcmp(mods[i].path, g_selfPath) == 0) self = i;
-  if (self == mods.size()) return;
-  std::vector<bool> program = closure(0), ours = closure(self);
+    if (std::strcmp(mods[i].path, self) == 0) selfIndex = i;
+  if (selfIndex == mods.size()) return;
+  std::vector<bool> program = closure(0), ours = closure(selfIndex);
   for (size_t i = 0; i < mods.size() && g_ownCount < kMaxOwn; ++i)
     if (ours[i] && !program[i] && mods[i].path[0])
       std::snprintf(g_ownModules[g_ownCount++], sizeof g_ownModules[0], "%s", baseName(mods[i].path));
@@ -906,8 +907,7 @@ void initBdwgc() {
   pthread_key_create(&g_birthsKey, closeBirths);
   Dl_info self;
   if (dladdr(reinterpret_cast<void*>(&initBdwgc), &self) && self.dli_fname)
-    std::snprintf(g_selfPath, sizeof g_selfPath, "%s", self.dli_fname);
-  findOwnModules();
+    findOwnModules(self.dli_fname);
   if (const char* policy = getenv("HEAPMAN_RAM_DUMPS")) {
     if (std::strcmp(policy, "every") == 0) {
       g_dumpPolicy = DumpPolicy::kEvery;
