@@ -59,6 +59,7 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
+#include "gc_tracking.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
 
@@ -68,7 +69,7 @@ namespace {
 using log::HeapKind;
 
 __thread int t_gcDepth HEAPMAN_TLS = 0;       // inside a hooked GC_* call
-__thread bool t_inCallback HEAPMAN_TLS = false;  // this thread runs our collection callback
+using gc::t_inCallback;
 
 // A libgc function, looked up on first use. dlsym may allocate: the guard sends that to the
 // real malloc unrecorded.
@@ -103,221 +104,9 @@ HEAPMAN_REAL(GC_set_on_thread_event);
 HEAPMAN_REAL(GC_register_has_static_roots_callback);
 
 // ---------------------------------------------------------------------------------------------
-// Memory of our own: mmap, never a hooked heap.
-
-void* mapBytes(size_t n) {
-  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : p;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Per-thread birth queues: single producer (the allocating thread), single consumer (whoever
-// holds the allocation lock). Blocks of addresses linked in order; the consumer unmaps blocks it
-// has finished.
-
-constexpr uint32_t kBlockEntries = (1u << 17) - 4;  // a 1 MiB block
-struct BirthBlock {
-  std::atomic<uint32_t> used{0};
-  std::atomic<BirthBlock*> next{nullptr};
-  uint64_t addresses[kBlockEntries];
-};
-
-struct Births {
-  BirthBlock* write = nullptr;        // producer
-  BirthBlock* read = nullptr;         // consumer
-  uint32_t readPos = 0;               // consumer
-  std::atomic<uint32_t> blocks{0};    // blocks not yet released by the consumer
-  std::atomic<bool> closed{false};    // the thread exited
-  Births* next = nullptr;             // registry
-  pthread_t self{};                   // the producing thread, and its recorder thread index
-  uint32_t ringIndex = log::kRecorderThread;  // (names its stack in root sets)
-};
-
-std::atomic<Births*> g_births{nullptr};  // registry, newest first
-__thread Births* t_births HEAPMAN_TLS = nullptr;
-pthread_key_t g_birthsKey;
-
-// pthread key destructor. An allocation in a later destructor starts a new queue.
-void closeBirths(void* p) {
-  t_births = nullptr;
-  static_cast<Births*>(p)->closed.store(true, std::memory_order_release);
-}
-
-Births* threadBirths() {
-  if (t_births) return t_births;
-  auto* b = static_cast<Births*>(mapBytes(sizeof(Births)));
-  auto* block = static_cast<BirthBlock*>(mapBytes(sizeof(BirthBlock)));
-  if (!b || !block) return nullptr;
-  new (b) Births;
-  new (block) BirthBlock;
-  b->write = b->read = block;
-  b->blocks.store(1, std::memory_order_relaxed);
-  b->self = pthread_self();
-  if (Ring* r = threadRing()) b->ringIndex = r->index;
-  Births* head = g_births.load(std::memory_order_relaxed);
-  do {
-    b->next = head;
-  } while (!g_births.compare_exchange_weak(head, b, std::memory_order_release,
-                                           std::memory_order_relaxed));
-  t_births = b;
-  pthread_setspecific(g_birthsKey, b);
-  return b;
-}
-
-void consolidateLocked();
-void* consolidateCallback(void*) {
-  consolidateLocked();
-  return nullptr;
-}
-
-// Hot path: one store and one release store.
-inline void pushBirth(uint64_t key) {
-  Births* b = threadBirths();
-  if (!b) return;
-  BirthBlock* w = b->write;
-  uint32_t u = w->used.load(std::memory_order_relaxed);
-  if (__builtin_expect(u == kBlockEntries, 0)) {
-    auto* block = static_cast<BirthBlock*>(mapBytes(sizeof(BirthBlock)));
-    if (!block) return;
-    new (block) BirthBlock;
-    w->next.store(block, std::memory_order_release);
-    b->write = w = block;
-    u = 0;
-    // Many births and no collection (GC_disable, uncollectable objects): drain under the lock
-    // now and then, so the queue stays bounded.
-    if (b->blocks.fetch_add(1, std::memory_order_relaxed) >= 8 && !t_inCallback)
-      real_GC_call_with_alloc_lock.get()(consolidateCallback, nullptr);
-  }
-  w->addresses[u] = key;
-  w->used.store(u + 1, std::memory_order_release);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The tracked live set: open addressing, linear probing, backward-shift deletion. Keys are object
-// addresses; bit 0 marks an object of the GC_debug_* family (its recorded address lies past a
-// debug header: the key holds the object's base). Only touched with the allocation lock held.
-
-class LiveSet {
- public:
-  size_t size() const { return count_; }
-  size_t capacity() const { return slots_ ? mask_ + 1 : 0; }
-  uint64_t slot(size_t i) const { return slots_[i]; }
-
-  bool insert(uint64_t key) {
-    if ((count_ + 1) * 2 > capacity() && !grow()) return false;
-    size_t i = hash(key) & mask_;
-    while (slots_[i]) {
-      if (slots_[i] == key) return false;
-      i = (i + 1) & mask_;
-    }
-    slots_[i] = key;
-    ++count_;
-    return true;
-  }
-
-  bool erase(uint64_t key) {
-    if (!slots_) return false;
-    size_t i = hash(key) & mask_;
-    while (slots_[i] != key) {
-      if (!slots_[i]) return false;
-      i = (i + 1) & mask_;
-    }
-    // Backward shift: move later members of the cluster into the hole when their home allows.
-    for (size_t j = (i + 1) & mask_; slots_[j]; j = (j + 1) & mask_) {
-      size_t home = hash(slots_[j]) & mask_;
-      if (((j - home) & mask_) >= ((j - i) & mask_)) {
-        slots_[i] = slots_[j];
-        i = j;
-      }
-    }
-    slots_[i] = 0;
-    --count_;
-    return true;
-  }
-
-  void clear() {
-    if (slots_) std::memset(slots_, 0, capacity() * sizeof(uint64_t));
-    count_ = 0;
-  }
-
- private:
-  // The 256 granules (16 bytes) of a 4 KiB heap block stay side by side in the table, blocks are
-  // scattered: inserts of objects allocated one after another, and the sweep's GC_base /
-  // GC_is_marked calls in slot order, touch one table line and one block header for many objects
-  // in a row (a fully mixing hash made each of them a cache miss).
-  static size_t hash(uint64_t k) {
-    return (((k >> 12) * 0x9E3779B97F4A7C15ull) >> 24 << 8) | ((k >> 4) & 0xFF);
-  }
-  bool grow() {
-    size_t cap = slots_ ? capacity() * 2 : (1u << 16);
-    auto* fresh = static_cast<uint64_t*>(mapBytes(cap * sizeof(uint64_t)));
-    if (!fresh) return false;
-    uint64_t* old = slots_;
-    size_t oldCap = slots_ ? capacity() : 0;
-    slots_ = fresh;
-    mask_ = cap - 1;
-    count_ = 0;
-    for (size_t i = 0; i < oldCap; ++i)
-      if (old[i]) insert(old[i]);
-    if (old) munmap(old, oldCap * sizeof(uint64_t));
-    return true;
-  }
-  uint64_t* slots_ = nullptr;
-  size_t mask_ = 0;
-  size_t count_ = 0;
-};
-
-LiveSet g_live;
-uint64_t g_debugOffset = 0;  // recorded address - base, for GC_debug_* objects (a constant)
-
-// Allocation lock held.
-void consolidateLocked() {
-  Births* prev = nullptr;
-  for (Births* b = g_births.load(std::memory_order_acquire), *after; b; b = after) {
-    after = b->next;
-    for (;;) {
-      BirthBlock* blk = b->read;
-      uint32_t n = blk->used.load(std::memory_order_acquire);
-      for (uint32_t i = b->readPos; i < n; ++i) g_live.insert(blk->addresses[i]);
-      b->readPos = n;
-      BirthBlock* next = blk->next.load(std::memory_order_acquire);
-      if (n < kBlockEntries || !next) break;
-      b->read = next;
-      b->readPos = 0;
-      munmap(blk, sizeof(BirthBlock));
-      b->blocks.fetch_sub(1, std::memory_order_relaxed);
-    }
-    // A thread that exited and whose births are all in the set: unlink (never the list head,
-    // where producers push) and unmap.
-    if (prev && b->closed.load(std::memory_order_acquire) &&
-        b->readPos == b->read->used.load(std::memory_order_acquire) &&
-        !b->read->next.load(std::memory_order_acquire)) {
-      prev->next = after;
-      munmap(b->read, sizeof(BirthBlock));
-      munmap(b, sizeof(Births));
-      continue;
-    }
-    prev = b;
-  }
-}
-
-// An object the set never held (libgc's own tables) is not an error: its Free record is in the
-// log, and replay counts it as an unknown free.
-void* eraseCallback(void* key) {
-  consolidateLocked();
-  g_live.erase(reinterpret_cast<uint64_t>(key));
-  return nullptr;
-}
-
-void untrack(uint64_t key) {
-  if (t_inCallback)
-    eraseCallback(reinterpret_cast<void*>(key));  // we hold the lock already
-  else
-    real_GC_call_with_alloc_lock.get()(eraseCallback, reinterpret_cast<void*>(key));
-}
-
-// ---------------------------------------------------------------------------------------------
 // Recording.
+
+uint64_t g_debugOffset = 0;  // recorded address - base, for GC_debug_* objects (a constant)
 
 inline bool recording() { return !t_gcDepth && !t_guard && g.active.load(std::memory_order_relaxed); }
 
@@ -352,7 +141,7 @@ __attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bo
     e->c = std::max<uint64_t>(actual, size);
     commit(r, e);
   }
-  pushBirth(key);
+  gc::trackBirth(key);
 }
 
 // A batch: the objects of a list linked through their first word, one stack for all.
@@ -376,7 +165,7 @@ __attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap)
       commit(r, e);
       first = false;
     }
-    pushBirth(reinterpret_cast<uint64_t>(q));
+    gc::trackBirth(reinterpret_cast<uint64_t>(q));
   }
 }
 
@@ -387,7 +176,7 @@ __attribute__((noinline)) void onGcFree(void* p, HeapKind heap, bool debug) {
     e->a = reinterpret_cast<uint64_t>(p);
     commit(r, e);
   }
-  untrack(keyOf(p, debug));
+  gc::untrack(keyOf(p, debug));
 }
 
 HeapKind heapOfKind(int k) {
@@ -499,62 +288,6 @@ constexpr int kMaxSuspended = 1024;
 pthread_t g_suspended[kMaxSuspended];
 std::atomic<int> g_suspendedCount{0};
 
-// Stack bounds of threads, cached by pthread_t (pthread_getattr_np allocates and, for the main
-// thread, reads /proc/self/maps: not for every collection). Allocation lock held.
-struct StackInfo {
-  pthread_t thread;
-  uint64_t low, high;
-};
-constexpr int kMaxStacks = 1024;
-StackInfo g_stacks[kMaxStacks];
-int g_stackCount = 0;
-
-bool stackOf(pthread_t t, uint64_t& low, uint64_t& high) {
-  for (int i = 0; i < g_stackCount; ++i)
-    if (pthread_equal(g_stacks[i].thread, t)) {
-      low = g_stacks[i].low;
-      high = g_stacks[i].high;
-      return true;
-    }
-  pthread_attr_t attr;
-  if (pthread_getattr_np(t, &attr) != 0) return false;
-  void* addr = nullptr;
-  size_t size = 0;
-  bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
-  pthread_attr_destroy(&attr);
-  if (!ok) return false;
-  low = reinterpret_cast<uint64_t>(addr);
-  high = low + size;
-  if (g_stackCount == kMaxStacks) g_stackCount = 0;  // forget old threads
-  g_stacks[g_stackCount++] = {t, low, high};
-  return true;
-}
-
-// The part of [low, high) the stack really uses: from the first resident page (a stack grows
-// down; reading below it would only grow the main thread's stack mapping).
-uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp) {
-  if (sp > low && sp < high) return sp & ~uint64_t{4095};
-  const uint64_t page = 4096;
-  low &= ~(page - 1);
-  size_t pages = (high - low + page - 1) / page;
-  static unsigned char vec[1 << 16];
-  if (pages > sizeof vec) {
-    low = high - sizeof vec * page;
-    pages = sizeof vec;
-  }
-  if (mincore(reinterpret_cast<void*>(low), pages * page, vec) != 0) return high;
-  for (size_t i = 0; i < pages; ++i)
-    if (vec[i] & 1) return low + i * page;
-  return high;
-}
-
-// RAM dump policy (HEAPMAN_RAM_DUMPS): off, every, every:N, event:NAME.
-enum class DumpPolicy : uint8_t { kOff, kEvery, kEveryNth, kAtEvent };
-DumpPolicy g_dumpPolicy = DumpPolicy::kOff;
-uint32_t g_dumpEvery = 1;
-char g_dumpEvent[256] = {};
-std::atomic<bool> g_dumpRequested{false};
-
 uint64_t g_gcStartNs = 0;
 uint32_t g_gcNumber = 0;
 
@@ -585,63 +318,11 @@ void emitGcBegin() {
   }
 }
 
-// The collected set, in ring events of at most kCollectedBatch addresses.
-constexpr uint32_t kCollectedBatch = 8192;
-uint64_t* g_collected = nullptr;
-size_t g_collectedCap = 0;
-
-void emitCollected(Ring* r, const uint64_t* addrs, size_t n) {
-  for (size_t at = 0; at < n; at += kCollectedBatch) {
-    auto k = static_cast<uint32_t>(std::min<size_t>(kCollectedBatch, n - at));
-    RawEvent* e = begin(r, Kind::kCollected, 0, k * sizeof(uint64_t));
-    if (!e) continue;  // counted as lost by begin()
-    e->a = g_gcNumber;
-    std::memcpy(extraOf(e), addrs + at, k * sizeof(uint64_t));
-    commit(r, e);
-  }
-}
-
-size_t sweep() {
-  consolidateLocked();
-  if (g_collectedCap < g_live.size()) {
-    if (g_collected) munmap(g_collected, g_collectedCap * sizeof(uint64_t));
-    g_collectedCap = std::max<size_t>(g_live.size() * 2, 1u << 16);
-    g_collected = static_cast<uint64_t*>(mapBytes(g_collectedCap * sizeof(uint64_t)));
-    if (!g_collected) {
-      g_collectedCap = 0;
-      return 0;
-    }
-  }
-  auto* base = real_GC_base.get();
-  auto* isMarked = real_GC_is_marked.get();
-  size_t n = 0;
-  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i) {
-    uint64_t key = g_live.slot(i);
-    if (!key) continue;
-    auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-    if (base(p) != p || !isMarked(p)) g_collected[n++] = key;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    g_live.erase(g_collected[i]);
-    if (g_collected[i] & 1) g_collected[i] = (g_collected[i] & ~uint64_t{1}) + g_debugOffset;
-  }
-  return n;
-}
-
 // The roots of the collection that is finishing: static data segments the collector reported,
 // ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
 // each with its recorder thread index where known. Allocation lock held (static storage).
 constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + 1;
 RootSetEntry g_roots[kMaxRoots];
-
-// The recorder thread index of a thread the collector suspended: known for threads that
-// allocated from the collected heap (their birth queue says), else kRecorderThread.
-uint32_t threadIndexOf(pthread_t t) {
-  for (Births* b = g_births.load(std::memory_order_acquire); b; b = b->next)
-    if (!b->closed.load(std::memory_order_acquire) && pthread_equal(b->self, t)) return b->ringIndex;
-  return log::kRecorderThread;
-}
-
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
   auto add = [&](uint64_t low, uint64_t size, log::RootSource src,
@@ -660,107 +341,27 @@ size_t collectRoots(uint64_t mySp) {
   uint64_t low, high;
   int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
   for (int i = 0; i < nt; ++i)
-    if (stackOf(g_suspended[i], low, high)) {
-      uint64_t from = stackInUse(low, high, 0);
-      add(from, high - from, log::RootSource::kThreadStack, threadIndexOf(g_suspended[i]));
+    if (gc::stackOf(g_suspended[i], low, high)) {
+      uint64_t from = gc::stackInUse(low, high, 0);
+      add(from, high - from, log::RootSource::kThreadStack, gc::threadIndexOf(g_suspended[i]));
     }
-  if (stackOf(pthread_self(), low, high)) {
-    uint64_t from = stackInUse(low, high, mySp);
+  if (gc::stackOf(pthread_self(), low, high)) {
+    uint64_t from = gc::stackInUse(low, high, mySp);
     Ring* own = threadRing();
     add(from, high - from, log::RootSource::kThreadStack, own ? own->index : log::kRecorderThread);
   }
   return n;
 }
 
-void emitRootSet(Ring* r, size_t n) {
-  if (RawEvent* e = begin(r, Kind::kRootSet, 0, static_cast<uint32_t>(n * sizeof(RootSetEntry)))) {
-    e->a = g_gcNumber;
-    std::memcpy(extraOf(e), g_roots, n * sizeof(RootSetEntry));
-    commit(r, e);
-  }
-}
-
-bool dumpThisGc() {
-  switch (g_dumpPolicy) {
-    case DumpPolicy::kOff: return false;
-    case DumpPolicy::kEvery: return true;
-    case DumpPolicy::kEveryNth: return g_gcNumber % g_dumpEvery == 0;
-    case DumpPolicy::kAtEvent: return g_dumpRequested.exchange(false, std::memory_order_relaxed);
-  }
-  return false;
-}
-
-// Copies every tracked live object, the root ranges and the thread stacks into one block for the
-// writer thread. Two passes over the set: sizes, then bytes (memcpy).
-void emitRamDump(Ring* r, const RootSetEntry* roots, size_t nroots) {
-  uint64_t t0 = monotonicNs();
-  auto* size = real_GC_size.get();
-  // Sizes once (into the collected-address buffer, free again once emitCollected copied it).
-  if (g_collectedCap < g_live.size()) return;
-  size_t count = 0, bytes = 0;
-  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i)
-    if (uint64_t key = g_live.slot(i)) {
-      g_collected[count] = size(reinterpret_cast<void*>(key & ~uint64_t{1}));
-      bytes += g_collected[count++];
-    }
-  size_t objects = count;
-  for (size_t i = 0; i < nroots; ++i) bytes += roots[i].size;
-  count += nroots;
-  size_t header = sizeof(RamDump) + count * sizeof(RamDump::Entry);
-  size_t need = (header + bytes + 4095) & ~size_t{4095};
-  // The writer hands the last block back: its pages are already faulted in.
-  auto* d = static_cast<RamDump*>(g.spareDump.exchange(nullptr, std::memory_order_acquire));
-  if (d && d->mapLength < need) {
-    munmap(d, d->mapLength);
-    d = nullptr;
-  }
-  size_t length = d ? d->mapLength : (need + need / 4 + 4095) & ~size_t{4095};
-  if (!d) d = static_cast<RamDump*>(mapBytes(length));
-  if (!d) return;
-  d->mapLength = length;
-  d->gcNumber = g_gcNumber;
-  RamDump::Entry* out = d->entries();
-  uint64_t off = header;
-  uint32_t k = 0;
-  auto put = [&](uint64_t address, const void* src, uint64_t len, log::SegmentKind kind) {
-    out[k] = {address, len, off, static_cast<uint8_t>(kind), {}};
-    std::memcpy(reinterpret_cast<uint8_t*>(d) + off, src, len);
-    off += len;
-    ++k;
-  };
-  size_t j = 0;
-  for (size_t i = 0, cap = g_live.capacity(); i < cap && j < objects; ++i)
-    if (uint64_t key = g_live.slot(i)) {
-      auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-      put(reinterpret_cast<uint64_t>(p), p, g_collected[j++], log::SegmentKind::kObject);
-    }
-  for (size_t i = 0; i < nroots; ++i)
-    put(roots[i].address, reinterpret_cast<const void*>(roots[i].address), roots[i].size,
-        roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
-            ? log::SegmentKind::kThreadStack
-            : log::SegmentKind::kStaticRoot);
-  d->count = k;
-  d->copyBytes = off - header;
-  d->copyNs = monotonicNs() - t0;
-  RawEvent* e = begin(r, Kind::kRamDump, 0, 0);
-  if (!e) {
-    munmap(d, length);
-    return;
-  }
-  e->a = reinterpret_cast<uint64_t>(d);
-  e->b = g_gcNumber;
-  commit(r, e);
-}
-
 void onReclaimEnd() {
   Guard guard;
   Ring* r = threadRing();
-  size_t n = sweep();
+  size_t n = gc::sweep(g_debugOffset);
   if (!r) return;
-  emitCollected(r, g_collected, n);
+  gc::emitCollected(r, g_gcNumber, gc::collected(), n);
   size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
-  emitRootSet(r, roots);
-  if (dumpThisGc()) emitRamDump(r, g_roots, roots);
+  gc::emitRootSet(r, g_gcNumber, g_roots, roots);
+  if (gc::dumpThisGc(g_gcNumber)) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
 }
 
 void emitGcEnd() {
@@ -890,35 +491,17 @@ int GC_CALLBACK onStaticRoots(const char* name, void* start, size_t size) {
   return keep;
 }
 
-void afterForkChild() {
-  // The child records into its own log: objects inherited from the parent were not born there.
-  g_births.store(nullptr, std::memory_order_relaxed);  // the parent's queues stay mapped, unused
-  t_births = nullptr;
-  g_live.clear();
-  g_stackCount = 0;
-}
-
 }  // namespace
 
 void initBdwgc() {
   Guard guard;
   void* setter = dlsym(RTLD_NEXT, "GC_set_on_collection_event");
   if (!setter) return;  // not a bdwgc program
-  pthread_key_create(&g_birthsKey, closeBirths);
+  gc::initTracking({real_GC_base.get(), real_GC_is_marked.get(), real_GC_size.get(),
+                    real_GC_call_with_alloc_lock.get()});
   Dl_info self;
   if (dladdr(reinterpret_cast<void*>(&initBdwgc), &self) && self.dli_fname)
     findOwnModules(self.dli_fname);
-  if (const char* policy = getenv("HEAPMAN_RAM_DUMPS")) {
-    if (std::strcmp(policy, "every") == 0) {
-      g_dumpPolicy = DumpPolicy::kEvery;
-    } else if (std::strncmp(policy, "every:", 6) == 0) {
-      g_dumpPolicy = DumpPolicy::kEveryNth;
-      g_dumpEvery = static_cast<uint32_t>(std::max(1l, std::strtol(policy + 6, nullptr, 10)));
-    } else if (std::strncmp(policy, "event:", 6) == 0) {
-      g_dumpPolicy = DumpPolicy::kAtEvent;
-      std::strncpy(g_dumpEvent, policy + 6, sizeof g_dumpEvent - 1);
-    }
-  }
   if (auto* version = reinterpret_cast<unsigned (*)()>(dlsym(RTLD_NEXT, "GC_get_version"))) {
     unsigned v = version();
     std::snprintf(g.bdwgcVersion, sizeof g.bdwgcVersion, "%u.%u.%u", v >> 16,
@@ -927,13 +510,6 @@ void initBdwgc() {
   real_GC_set_on_collection_event.get()(onCollectionEvent);
   real_GC_set_on_thread_event.get()(onThreadEvent);
   real_GC_register_has_static_roots_callback.get()(onStaticRoots);
-  pthread_atfork(nullptr, nullptr, afterForkChild);
-}
-
-void noteEventForGc(const char* name, size_t len) {
-  if (g_dumpPolicy == DumpPolicy::kAtEvent && std::strlen(g_dumpEvent) == len &&
-      std::memcmp(g_dumpEvent, name, len) == 0)
-    g_dumpRequested.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace heapman::rec
