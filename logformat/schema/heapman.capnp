@@ -149,6 +149,7 @@ struct RootSet {
 struct CustomEvent {
   nameId @0 :UInt32;              # LogString id
   payload @1 :Data;
+  stackId @2 :UInt32;             # the stack that raised it (native or managed); 0: none
 }
 
 # ExtKind 9 (event): a frame mark.

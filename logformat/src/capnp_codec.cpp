@@ -227,7 +227,8 @@ HEAPMAN_BODY(RootSet, b.setGcNumber(r.gcNumber); auto l = b.initRoots(r.roots.si
                l[i].setSource(toSchema(r.roots[i].source));
                l[i].setThread(r.roots[i].thread);
              })
-HEAPMAN_BODY(CustomEvent, b.setNameId(r.nameId); b.setPayload(bytesOf(r.payload)))
+HEAPMAN_BODY(CustomEvent, b.setNameId(r.nameId); b.setPayload(bytesOf(r.payload));
+             b.setStackId(r.stackId))
 HEAPMAN_BODY(FrameMark, b.setFrame(r.frame))
 HEAPMAN_BODY(ThreadStart, b.setIndex(r.index); b.setOsTid(r.osTid); b.setName(textOf(r.name));
              b.setStackLow(r.stackLow); b.setStackHigh(r.stackHigh))
@@ -284,7 +285,7 @@ std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,
       }
       case ExtKind::kCustomEvent: {
         auto r = m.getRoot<s::CustomEvent>();
-        return CustomEvent{ev, r.getNameId(), data(r.getPayload())};
+        return CustomEvent{ev, r.getNameId(), data(r.getPayload()), r.getStackId()};
       }
       case ExtKind::kFrameMark:
         return FrameMark{ev, m.getRoot<s::FrameMark>().getFrame()};

@@ -261,11 +261,8 @@ uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
 }
 }  // namespace
 
-RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen) {
-  r = threadRing();
-  if (!r) return nullptr;
-  uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth);
+RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* frames, uint32_t n,
+                          uint32_t extraLen, uint16_t framesFlag) {
   uint16_t flags = cacheStack(r, frames, n);
   bool same = flags & kSameStack;
   RawEvent* e = begin(r, kind, same ? 0 : n, extraLen);
@@ -275,11 +272,18 @@ RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen) {
     return nullptr;
   }
   e->heap = heap;
-  e->flags = flags;
+  e->flags = flags | framesFlag;
   if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
   return e;
 }
 
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen) {
+  r = threadRing();
+  if (!r) return nullptr;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = captureStack(frames, g.depth);
+  return beginWithFrames(r, kind, heap, frames, n, extraLen, 0);
+}
 
 void classifyModules() {
   // Writers only (start-up, dlopen/dlclose hooks): serialize them. Readers take no lock.
@@ -520,6 +524,7 @@ __attribute__((constructor(101))) void start() {
   installCrashHandlers();
   pthread_atfork(nullptr, nullptr, afterForkChild);
   g.seq.store(kStartupSeqs, std::memory_order_relaxed);
+  if (initMono) initMono();  // before recording starts: it decides whether mallocs are recorded
   g.active.store(true, std::memory_order_release);
   if (initBdwgc) initBdwgc();  // before the writer: the log header names the runtimes
   if (!startWriter()) {
@@ -542,7 +547,9 @@ HEAPMAN_EXPORT void heapman_record_event(const char* name, const void* data, siz
   if (!data) len = 0;
   if (len > kMaxEventBytes - 256) len = kMaxEventBytes - 256;
   Ring* r;
-  RawEvent* e = beginWithStack(r, Kind::kEvent, 0, static_cast<uint32_t>(nameLen + len));
+  auto extra = static_cast<uint32_t>(nameLen + len);
+  RawEvent* e = beginWithManagedStack ? beginWithManagedStack(r, Kind::kEvent, 0, extra) : nullptr;
+  if (!e) e = beginWithStack(r, Kind::kEvent, 0, extra);
   if (!e) return;
   e->a = nameLen;
   e->b = len;

@@ -91,6 +91,8 @@ struct State {
   std::atomic<bool> framelessLock{false};
   char output[4096] = {};
   char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
+  char monoVersion[64] = {};           // set when the program is Mono (hooks/mono.cpp)
+  bool recordNative = true;            // glibc malloc family (off in Mono unless asked for)
   std::atomic<void*> spareDump{nullptr};  // a used RamDump block for the next dump (gc_events.h)
 };
 extern State g;
@@ -121,6 +123,10 @@ void classifyModules();
 // bytes after it; null when the thread does not record or the event was dropped. `r` receives
 // the thread's ring.
 RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen = 0);
+// The same with frames the caller took (leaf first; `framesFlag`: kManagedFrames or 0). Managed
+// method handles and return addresses never coincide, so both kinds share the cache.
+RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* frames, uint32_t n,
+                          uint32_t extraLen, uint16_t framesFlag);
 
 inline uint64_t* framesOf(RawEvent* e) { return reinterpret_cast<uint64_t*>(e + 1); }
 inline uint8_t* extraOf(RawEvent* e) {
@@ -158,6 +164,15 @@ void noteEventForGc(const char* name, size_t len) __attribute__((weak));
 // hooks/bdwgc.cpp, when linked in: hooks the program's libgc, if it has one. Called once at
 // start-up, after recording is on and before the writer thread starts.
 void initBdwgc() __attribute__((weak));
+
+// hooks/mono.cpp, when linked in: notes a Mono program (its version, whether its own mallocs are
+// recorded); the profiler module itself starts when Mono loads it (--profile=heapman). Called
+// once at start-up, before the writer thread starts.
+void initMono() __attribute__((weak));
+// hooks/mono.cpp: begin() for an event that carries the calling thread's managed stack, when the
+// thread runs managed code under the Mono layer; null otherwise (the caller takes a native one).
+RawEvent* beginWithManagedStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen)
+    __attribute__((weak));
 
 // hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
 void installCrashHandlers();

@@ -37,6 +37,10 @@ enum class Kind : uint8_t {
   kRootRange = 14,   // a = low, b = size, c = 1 added / 0 removed, heap = log::RootSource
   kRootSet = 15,     // a = GC number; extra bytes: RootSetEntry[]
   kRamDump = 16,     // a = RamDump* (the writer compresses and frees it); b = GC number
+  // Mono (hooks/mono.cpp). A managed allocation is a kAlloc with extra = its class's handle.
+  kTypeDef = 17,     // a = class handle (MonoClass*), b = instance size; extra bytes: the name
+  kMethodDef = 18,   // a = method handle (MonoMethod*), b = code start, c = code size (0: not
+                     // compiled code, a definition only); extra bytes: the full name
   kPad = 0xFF,       // filler to the end of the buffer
 };
 
@@ -48,6 +52,8 @@ inline constexpr uint16_t kSameStack = 1;
 inline constexpr uint16_t kStackSlotShift = 1;
 inline constexpr uint32_t kStackSlots = 4;
 inline constexpr uint16_t stackSlotOf(uint16_t flags) { return (flags >> kStackSlotShift) & 3; }
+// The frames are managed methods (kMethodDef handles), not return addresses.
+inline constexpr uint16_t kManagedFrames = 1 << 3;
 
 struct RawEvent {
   uint32_t size;     // bytes of the record, header included, multiple of 8

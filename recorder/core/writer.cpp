@@ -44,7 +44,11 @@ std::string readFile(const char* path) {
   return out;
 }
 
-// Stacks as a trie of (parent, frame) nodes, with a cache from whole-stack hash to leaf.
+// A managed frame as the stack table keys it: its MethodDef id with this bit set.
+constexpr uint64_t kManagedFrame = uint64_t{1} << 63;
+
+// Stacks as a trie of (parent, frame) nodes, with a cache from whole-stack hash to leaf. A frame
+// with kManagedFrame set is a managed one (a MethodDef id).
 class StackTable {
  public:
   uint32_t intern(const uint64_t* frames, uint32_t n, LogWriter& log) {
@@ -65,7 +69,7 @@ class StackTable {
         auto id = static_cast<uint32_t>(nodes_.size());
         nodes_.push_back({parent, frames[i]});
         children_.emplace(k, id);
-        log.write(StackNode{id, parent, frames[i], false});
+        log.write(StackNode{id, parent, frames[i] & ~kManagedFrame, (frames[i] & kManagedFrame) != 0});
         parent = id;
       } else {
         parent = c->second;
@@ -109,6 +113,33 @@ class StackTable {
   std::vector<Node> nodes_{{0, 0}};  // id 0: the empty stack
   std::unordered_map<Key, uint32_t, KeyHash> children_;
   std::unordered_map<uint64_t, uint32_t> byHash_;
+};
+
+// Runtime handles (MonoClass*, MonoMethod*) to log ids: a direct-mapped cache in front of a hash
+// map, since nearly every managed allocation asks for one.
+class HandleMap {
+ public:
+  uint32_t find(uint64_t handle) {
+    Entry& c = cache_[(handle * 0x9E3779B97F4A7C15ull) >> 52];
+    if (c.handle == handle && handle) return c.id;
+    auto it = map_.find(handle);
+    if (it == map_.end()) return 0;
+    c = {handle, it->second};
+    return it->second;
+  }
+  // The id of a new handle (ids count from 1); 0 if the handle is known already.
+  uint32_t add(uint64_t handle) {
+    auto [it, fresh] = map_.emplace(handle, static_cast<uint32_t>(map_.size() + 1));
+    return fresh ? it->second : 0;
+  }
+
+ private:
+  struct Entry {
+    uint64_t handle = 0;
+    uint32_t id = 0;
+  };
+  std::vector<Entry> cache_ = std::vector<Entry>(4096);
+  std::unordered_map<uint64_t, uint32_t> map_;
 };
 
 class Writer {
@@ -182,8 +213,10 @@ class Writer {
     h.startWallTimeNs = g.wallNs0;
     h.startClockNs = g.ns0;
     h.pointerSize = sizeof(void*);
-    h.runtimes = {{Runtime::Kind::kNativeMalloc, std::string("glibc ") + gnu_get_libc_version()}};
+    if (g.recordNative)
+      h.runtimes.push_back({Runtime::Kind::kNativeMalloc, std::string("glibc ") + gnu_get_libc_version()});
     if (g.bdwgcVersion[0]) h.runtimes.push_back({Runtime::Kind::kBdwgc, g.bdwgcVersion});
+    if (g.monoVersion[0]) h.runtimes.push_back({Runtime::Kind::kMono, g.monoVersion});
     const char* unwind = g.unwind == State::Unwind::kDwarf             ? "dwarf"
                          : g.unwind == State::Unwind::kFramePointers ? "fp"
                                                                      : "auto";
@@ -191,7 +224,7 @@ class Writer {
                  {"unwind", unwind},
                  {"ring_bytes", std::to_string(g.ringBytes)},
                  {"time_resolution_ns", std::to_string(g.timeResolutionNs)}};
-    if (g.bdwgcVersion[0]) {
+    if (g.bdwgcVersion[0] || g.monoVersion[0]) {
       const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
       h.options.push_back({"ram_dumps", dumps && *dumps ? dumps : "off"});
     }
@@ -332,13 +365,15 @@ class Writer {
     EventCommon ev{e->seq, timeOf(e->tsc), r->index};
     auto stack = [&]() -> uint32_t {
       uint32_t& slot = r->writerSlotStack[stackSlotOf(e->flags)];
-      if (!(e->flags & kSameStack)) slot = stacks_.intern(framesOf(e), e->nframes, *log_);
+      if (!(e->flags & kSameStack))
+        slot = e->flags & kManagedFrames ? managedStack(e)
+                                         : stacks_.intern(framesOf(e), e->nframes, *log_);
       return slot;
     };
     auto heap = static_cast<HeapKind>(e->heap & 7);
     switch (e->kind) {
       case Kind::kAlloc:
-        log_->write(Alloc{ev, heap, e->a, e->b, e->c, stack(), 0});
+        log_->write(Alloc{ev, heap, e->a, e->b, e->c, stack(), e->extra ? typeId(e->extra) : 0});
         break;
       case Kind::kFree:
         stack();
@@ -348,12 +383,13 @@ class Writer {
         log_->write(Realloc{ev, heap, e->a, e->extra, e->b, e->c, stack(), 0});
         break;
       case Kind::kEvent: {
-        stack();
+        uint32_t stackId = stack();
         std::string name(reinterpret_cast<const char*>(extraOf(e)), e->a);
         auto [it, fresh] = names_.emplace(name, static_cast<uint32_t>(names_.size() + 1));
         if (fresh) log_->write(LogString{it->second, name});
         const uint8_t* payload = extraOf(e) + e->a;
-        log_->write(CustomEvent{ev, it->second, std::vector<uint8_t>(payload, payload + e->b)});
+        log_->write(CustomEvent{ev, it->second, std::vector<uint8_t>(payload, payload + e->b),
+                                stackId});
         break;
       }
       case Kind::kFrame:
@@ -389,7 +425,8 @@ class Writer {
         break;
       }
       case Kind::kRootRange:
-        log_->write(RootRange{ev, e->c != 0, e->a, e->b, static_cast<RootSource>(e->heap), {}});
+        log_->write(RootRange{ev, e->c != 0, e->a, e->b, static_cast<RootSource>(e->heap),
+                              std::string(reinterpret_cast<const char*>(extraOf(e)), e->extraLen)});
         break;
       case Kind::kRootSet: {
         RootSet rs{ev, static_cast<uint32_t>(e->a), {}};
@@ -414,12 +451,53 @@ class Writer {
           munmap(old, old->mapLength);
         break;
       }
+      case Kind::kTypeDef:
+        if (uint32_t id = types_.add(e->a))
+          log_->write(TypeDef{id, std::string(reinterpret_cast<const char*>(extraOf(e)), e->extraLen),
+                              e->b, e->a});
+        break;
+      case Kind::kMethodDef: {
+        uint32_t id = methods_.add(e->a);
+        if (id)
+          log_->write(MethodDef{id, std::string(reinterpret_cast<const char*>(extraOf(e)), e->extraLen),
+                                e->a});
+        else
+          id = methods_.find(e->a);
+        if (e->c) log_->write(JitRange{ev, id, e->b, e->c});
+        break;
+      }
       case Kind::kNop:  // a failed realloc: no record, but its frames fill a stack slot
         stack();
         break;
       case Kind::kPad:
         break;
     }
+  }
+
+  // A class or method the recorder never defined (it cannot happen by construction, mono.cpp;
+  // a log stays readable if it does): defined here under its handle.
+  uint32_t typeId(uint64_t handle) {
+    if (uint32_t id = types_.find(handle)) return id;
+    uint32_t id = types_.add(handle);
+    char name[48];
+    std::snprintf(name, sizeof name, "(class 0x%llx)", static_cast<unsigned long long>(handle));
+    log_->write(TypeDef{id, name, 0, handle});
+    return id;
+  }
+  uint32_t methodId(uint64_t handle) {
+    if (uint32_t id = methods_.find(handle)) return id;
+    uint32_t id = methods_.add(handle);
+    char name[48];
+    std::snprintf(name, sizeof name, "(method 0x%llx)", static_cast<unsigned long long>(handle));
+    log_->write(MethodDef{id, name, handle});
+    return id;
+  }
+  // Managed frames (method handles) to MethodDef ids, then interned like native ones.
+  uint32_t managedStack(RawEvent* e) {
+    uint64_t frames[kMaxFrames];
+    const uint64_t* in = framesOf(e);
+    for (uint32_t i = 0; i < e->nframes; ++i) frames[i] = methodId(in[i]) | kManagedFrame;
+    return stacks_.intern(frames, e->nframes, *log_);
   }
 
   // A failing log (disk full, closed pipe): stop recording, say so once, keep the program going.
@@ -434,6 +512,7 @@ class Writer {
   FdSink sink_;
   std::unique_ptr<LogWriter> log_;
   StackTable stacks_;
+  HandleMap types_, methods_;
   std::unordered_map<std::string, uint32_t> names_;
   std::map<uint64_t, ModuleLoad> modules_;
   std::vector<Cursor> cursors_;

@@ -30,6 +30,11 @@ namespace {
 constexpr uint8_t kNative = 0;  // log::HeapKind::kNative
 
 
+// Recording, and of glibc's heap (a Mono process records its runtime's mallocs only on request).
+inline bool nativeOn() {
+  return g.active.load(std::memory_order_relaxed) && g.recordNative;
+}
+
 __attribute__((noinline)) void onAlloc(void* p, size_t size) {
   Guard guard;
   Ring* r;
@@ -50,7 +55,7 @@ __attribute__((noinline)) void onFree(void* p) {
   }
 }
 
-inline bool recording() { return !t_guard && g.active.load(std::memory_order_relaxed); }
+inline bool recording() { return !t_guard && nativeOn(); }
 
 bool validAlignment(size_t a) { return a && (a & (a - 1)) == 0 && a % sizeof(void*) == 0; }
 
@@ -62,20 +67,20 @@ using namespace heapman::rec;
 HEAPMAN_EXPORT void* malloc(size_t n) {
   if (t_guard) return __libc_malloc(n);
   void* p = __libc_malloc(n);
-  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  if (p && nativeOn()) onAlloc(p, n);
   return p;
 }
 
 HEAPMAN_EXPORT void free(void* p) {
   if (t_guard || !p) return __libc_free(p);
-  if (g.active.load(std::memory_order_relaxed)) onFree(p);
+  if (nativeOn()) onFree(p);
   __libc_free(p);
 }
 
 HEAPMAN_EXPORT void* calloc(size_t n, size_t size) {
   if (t_guard) return __libc_calloc(n, size);
   void* p = __libc_calloc(n, size);
-  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n * size);
+  if (p && nativeOn()) onAlloc(p, n * size);
   return p;
 }
 
@@ -120,7 +125,7 @@ HEAPMAN_EXPORT void* reallocarray(void* old, size_t n, size_t size) {
 HEAPMAN_EXPORT void* memalign(size_t alignment, size_t n) {
   if (t_guard) return __libc_memalign(alignment, n);
   void* p = __libc_memalign(alignment, n);
-  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  if (p && nativeOn()) onAlloc(p, n);
   return p;
 }
 
@@ -141,14 +146,14 @@ HEAPMAN_EXPORT int posix_memalign(void** out, size_t alignment, size_t n) {
 HEAPMAN_EXPORT void* valloc(size_t n) {
   if (t_guard) return __libc_valloc(n);
   void* p = __libc_valloc(n);
-  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  if (p && nativeOn()) onAlloc(p, n);
   return p;
 }
 
 HEAPMAN_EXPORT void* pvalloc(size_t n) {
   if (t_guard) return __libc_pvalloc(n);
   void* p = __libc_pvalloc(n);
-  if (p && g.active.load(std::memory_order_relaxed)) onAlloc(p, n);
+  if (p && nativeOn()) onAlloc(p, n);
   return p;
 }
 

@@ -35,6 +35,7 @@ constexpr int kCannotRun = 127;
 const char* kSynopsis =
     "usage: heaprec run [-o FILE] [--depth N] [--unwind fp|auto|dwarf] [--time-resolution NS]\n"
     "                   [--follow-exec] [--ram-dumps off|every|every:N|event:NAME]\n"
+    "                   [--mono-stacks on|off] [--mono-malloc]\n"
     "                   -- PROGRAM [ARGS...]\n";
 
 std::string selfDir() {
@@ -79,7 +80,12 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
       "ram-dumps", po::value<std::string>()->default_value("off"),
       "bdwgc programs: copy the live heap, roots and stacks at collections: off, every, "
       "every:N (every Nth collection), event:NAME (the first collection after each custom "
-      "event NAME)");
+      "event NAME)")(
+      "mono-stacks", po::value<std::string>()->default_value("on"),
+      "Mono programs: managed stacks of allocations (on: call instrumentation keeps a shadow "
+      "stack; off: faster, allocations carry no stack)")(
+      "mono-malloc", "Mono programs: record the runtime's own malloc/free too (default: only "
+      "the managed heap)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(options).options(desc).run(), vm);
@@ -111,6 +117,11 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
                  "heaprec: --ram-dumps must be off, every, every:N (N >= 1) or event:NAME, not "
                  "'%s'\n",
                  ramDumps.c_str());
+    return kUsage;
+  }
+  std::string monoStacks = vm["mono-stacks"].as<std::string>();
+  if (monoStacks != "on" && monoStacks != "off") {
+    std::fprintf(stderr, "heaprec: --mono-stacks must be on or off, not '%s'\n", monoStacks.c_str());
     return kUsage;
   }
   std::string unwind = vm["unwind"].as<std::string>();
@@ -152,6 +163,13 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     setenv("HEAPMAN_UNWIND", unwind.c_str(), 1);
     if (ramDumps != "off") setenv("HEAPMAN_RAM_DUMPS", ramDumps.c_str(), 1);
     if (vm.count("follow-exec")) setenv("HEAPMAN_FOLLOW_EXEC", "1", 1);
+    // A Mono program loads the recorder as its profiler module too (the module removes this
+    // again in a program that is not Mono).
+    std::string mono = "--profile=heapman";
+    if (const char* old = getenv("MONO_ENV_OPTIONS"); old && *old) mono += std::string(" ") + old;
+    setenv("MONO_ENV_OPTIONS", mono.c_str(), 1);
+    if (monoStacks == "off") setenv("HEAPMAN_MONO_NOSTACKS", "1", 1);
+    if (vm.count("mono-malloc")) setenv("HEAPMAN_MONO_MALLOC", "1", 1);
     std::vector<char*> argv;
     for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -214,7 +232,8 @@ int main(int argc, char** argv) {
     if (args[i].empty() || args[i][0] != '-') break;
     options.push_back(args[i]);
     if ((args[i] == "-o" || args[i] == "--output" || args[i] == "--depth" ||
-         args[i] == "--time-resolution" || args[i] == "--unwind" || args[i] == "--ram-dumps") &&
+         args[i] == "--time-resolution" || args[i] == "--unwind" || args[i] == "--ram-dumps" ||
+         args[i] == "--mono-stacks") &&
         i + 1 < args.size())
       options.push_back(args[++i]);
   }

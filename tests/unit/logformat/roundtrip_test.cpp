@@ -156,6 +156,7 @@ std::vector<Record> edgeRecords() {
   r.push_back(RootRange{e(), false, kHuge, k2p40, RootSource::kRegistered, "top"});
   r.push_back(CustomEvent{e(), 1, {1, 2, 3, 0, 255}});
   r.push_back(CustomEvent{e(), kU32Max, {}});
+  r.push_back(CustomEvent{e(), 2, {7}, kU32Max});  // with the stack that raised it
   r.push_back(Lost{e(), 17, 3, "ring buffer full"});
   r.push_back(Lost{e(), 0, 0, ""});
   r.push_back(Lost{e(), kU64Max, kU32Max, "everything"});

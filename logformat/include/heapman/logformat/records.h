@@ -152,6 +152,7 @@ struct CustomEvent {
   EventCommon ev;
   uint32_t nameId = 0;
   std::vector<uint8_t> payload;
+  uint32_t stackId = 0;  // the stack that raised it; 0: none (logs before it was recorded too)
   bool operator==(const CustomEvent&) const = default;
 };
 

@@ -1,0 +1,566 @@
+// Mono with the Boehm collector (mono-boehm), through Mono's profiler API: the preload module is
+// also the profiler module "heapman". mono-boehm links its Boehm fork statically into a stripped
+// PIE, so LD_PRELOAD sees none of its allocations (shared/FINDINGS.md); heaprec sets
+// MONO_ENV_OPTIONS=--profile=heapman, and Mono finds mono_profiler_init_heapman in the process's
+// global scope, where the preloaded module is. The module never links libmono: every Mono
+// function is looked up with dlsym(RTLD_DEFAULT) when Mono calls the entry point.
+//
+// What is recorded:
+// - every managed allocation (gc_allocation): address, size (mono_object_get_size), the
+//   collector's size (GC_size), the class (a TypeDef the first time a class is seen, named by
+//   mono_type_get_name: generic and nested classes spelled out), and the managed stack;
+// - collections: GcBegin at MONO_GC_EVENT_START (the collector's lock held), and at
+//   MONO_GC_EVENT_END the objects it freed, exactly, by gc_tracking's GC_base/GC_is_marked sweep
+//   (Mono forwards no RECLAIM event; at END finalizable objects are already resurrected), the
+//   root set, the RAM dump the policy asks for, and GcEnd;
+// - root registrations and unregistrations with their source and name, threads' stack ranges
+//   (thread_started runs on the new thread), JIT'ed methods with their code ranges.
+//
+// Managed stacks. Walking them with mono_stack_walk_no_il costs ~1.9 us per allocation, and a
+// native unwind does not reach JIT frames. Instead each thread keeps a shadow stack of method
+// handles, pushed and popped by Mono's call instrumentation (method_enter / method_leave /
+// method_exception_leave / method_tail_call, asked for every method the JIT compiles); an
+// allocation copies its top g.depth entries. Methods are named once, when the JIT finishes them
+// (a kMethodDef event, before any frame of theirs can be recorded).
+//
+// Classes are named once: a thread announces a class the first time it sees it unless the
+// class's global entry says another thread's announcement was already committed (so the
+// TypeDef's sequence number precedes every allocation that uses it).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <mono/jit/jit.h>
+#include <mono/metadata/appdomain.h>
+#include <mono/metadata/class.h>
+#include <mono/metadata/debug-helpers.h>
+#include <mono/metadata/mono-gc.h>
+#include <mono/metadata/object.h>
+#include <mono/metadata/profiler.h>
+#include <mono/utils/mono-publib.h>
+
+#include "../core/gc_events.h"
+#include "../core/recorder.h"
+#include "gc_tracking.h"
+#include "heapman/logformat/format.h"
+#include "heapman/logformat/records.h"
+
+namespace heapman::rec {
+namespace {
+
+using log::HeapKind;
+using log::RootSource;
+
+// ---------------------------------------------------------------------------------------------
+// Mono's API, found in the process (mono-boehm exports it).
+
+#define HEAPMAN_MONO_API(X)                                                                     \
+  X(mono_profiler_create) X(mono_profiler_enable_allocations)                                   \
+  X(mono_profiler_set_gc_allocation_callback) X(mono_profiler_set_gc_event_callback)            \
+  X(mono_profiler_set_gc_resize_callback) X(mono_profiler_set_gc_root_register_callback)        \
+  X(mono_profiler_set_gc_root_unregister_callback) X(mono_profiler_set_jit_done_callback)       \
+  X(mono_profiler_set_thread_started_callback) X(mono_profiler_set_thread_stopped_callback)     \
+  X(mono_profiler_set_runtime_shutdown_end_callback)                                            \
+  X(mono_profiler_set_call_instrumentation_filter_callback)                                     \
+  X(mono_profiler_set_method_enter_callback) X(mono_profiler_set_method_leave_callback)         \
+  X(mono_profiler_set_method_tail_call_callback)                                                \
+  X(mono_profiler_set_method_exception_leave_callback)                                          \
+  X(mono_object_get_class) X(mono_object_get_size) X(mono_class_get_type)                       \
+  X(mono_type_get_name) X(mono_class_instance_size) X(mono_class_is_valuetype)                  \
+  X(mono_method_full_name) X(mono_free) X(mono_jit_info_get_code_start)                         \
+  X(mono_jit_info_get_code_size)
+
+struct MonoApi {
+#define HEAPMAN_MONO_FIELD(fn) decltype(&::fn) fn = nullptr;
+  HEAPMAN_MONO_API(HEAPMAN_MONO_FIELD)
+#undef HEAPMAN_MONO_FIELD
+  // The Boehm fork's own entry points (exported by mono-boehm).
+  gc::Collector collector;
+  const unsigned long* gcNo = nullptr;  // GC_gc_no: collections completed
+};
+MonoApi m;
+
+template <class T>
+bool find(T& out, const char* name) {
+  out = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
+  if (!out) say("Mono layer: %s not found in the program; managed heap not recorded", name);
+  return out != nullptr;
+}
+
+bool findApi() {
+  bool ok = true;
+#define HEAPMAN_MONO_FIND(fn) ok = find(m.fn, #fn) && ok;
+  HEAPMAN_MONO_API(HEAPMAN_MONO_FIND)
+#undef HEAPMAN_MONO_FIND
+  ok = find(m.collector.base, "GC_base") && ok;
+  ok = find(m.collector.isMarked, "GC_is_marked") && ok;
+  ok = find(m.collector.size, "GC_size") && ok;
+  ok = find(m.collector.callWithAllocLock, "GC_call_with_alloc_lock") && ok;
+  ok = find(m.gcNo, "GC_gc_no") && ok;
+  return ok;
+}
+
+std::atomic<bool> g_on{false};  // the profiler is installed and recording
+bool g_stacks = true;           // managed stacks (call instrumentation) wanted
+
+// ---------------------------------------------------------------------------------------------
+// Shadow stacks: one per thread, mmap'd on the thread's first method entry. Entries past
+// kShadowMax are counted, not kept (a deeper recursion records its outermost kShadowMax frames'
+// worth of context as the stack's tail: the leaf frames are what the depth keeps anyway).
+
+constexpr uint32_t kShadowMax = 4096;
+struct Shadow {
+  uint32_t depth = 0;
+  uint64_t frames[kShadowMax];  // outermost first
+};
+__thread Shadow* t_shadow HEAPMAN_TLS = nullptr;
+
+Shadow* shadow() {
+  if (__builtin_expect(t_shadow != nullptr, 1)) return t_shadow;
+  auto* s = static_cast<Shadow*>(gc::mapBytes(sizeof(Shadow)));
+  if (s) new (s) Shadow;
+  t_shadow = s;
+  return s;
+}
+
+void onEnter(MonoProfiler*, MonoMethod* method, MonoProfilerCallContext*) {
+  Shadow* s = shadow();
+  if (!s) return;
+  if (s->depth < kShadowMax) s->frames[s->depth] = reinterpret_cast<uint64_t>(method);
+  ++s->depth;
+}
+
+void onLeave(MonoProfiler*, MonoMethod*, MonoProfilerCallContext*) {
+  Shadow* s = t_shadow;
+  if (s && s->depth) --s->depth;
+}
+
+void onExceptionLeave(MonoProfiler*, MonoMethod*, MonoObject*) {
+  Shadow* s = t_shadow;
+  if (s && s->depth) --s->depth;
+}
+
+// The caller's frame is replaced by the target's, whose enter event follows.
+void onTailCall(MonoProfiler*, MonoMethod*, MonoMethod*) {
+  Shadow* s = t_shadow;
+  if (s && s->depth) --s->depth;
+}
+
+// Every method the JIT compiles, except the runtime's wrappers (runtime-invoke, managed-to-native,
+// the allocation icall wrapper every allocation goes through while allocations are profiled):
+// stacks show the program's C# methods, and no allocation pays for the wrapper's enter/leave.
+MonoProfilerCallInstrumentationFlags onFilter(MonoProfiler*, MonoMethod* method) {
+  Guard guard;
+  char* name = m.mono_method_full_name(method, false);
+  bool wrapper = name && std::strncmp(name, "(wrapper ", 9) == 0;
+  if (name) m.mono_free(name);
+  if (wrapper) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
+  return static_cast<MonoProfilerCallInstrumentationFlags>(
+      MONO_PROFILER_CALL_INSTRUMENTATION_ENTER | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE |
+      MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL |
+      MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE);
+}
+
+// The calling thread's managed frames, leaf first, at most `max`.
+uint32_t managedFrames(uint64_t* out, uint32_t max) {
+  Shadow* s = t_shadow;
+  if (!s) return 0;
+  uint32_t kept = std::min(s->depth, kShadowMax);
+  uint32_t n = std::min(kept, max);
+  const uint64_t* top = s->frames + kept;
+  for (uint32_t i = 0; i < n; ++i) out[i] = top[-1 - static_cast<int>(i)];
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names: methods when the JIT finishes them, classes on first sight.
+
+void emitNamed(Kind kind, uint64_t handle, uint64_t b, uint64_t c, const char* name) {
+  Ring* r = threadRing();
+  if (!r || !name) return;
+  auto len = static_cast<uint32_t>(std::min<size_t>(std::strlen(name), 4096));
+  if (RawEvent* e = begin(r, kind, 0, len)) {
+    e->a = handle;
+    e->b = b;
+    e->c = c;
+    std::memcpy(extraOf(e), name, len);
+    commit(r, e);
+  }
+}
+
+void onJitDone(MonoProfiler*, MonoMethod* method, MonoJitInfo* ji) {
+  if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
+  Guard guard;
+  char* name = m.mono_method_full_name(method, true);
+  uint64_t start = ji ? reinterpret_cast<uint64_t>(m.mono_jit_info_get_code_start(ji)) : 0;
+  uint64_t size = ji ? static_cast<uint64_t>(m.mono_jit_info_get_code_size(ji)) : 0;
+  emitNamed(Kind::kMethodDef, reinterpret_cast<uint64_t>(method), start, size, name);
+  if (name) m.mono_free(name);
+}
+
+// Classes announced: a global open-addressing set of handles (CAS insert, never removed), each
+// entry's low bit set once its TypeDef is committed; and a per-thread direct-mapped cache of
+// classes whose TypeDef is known committed.
+constexpr size_t kClassSlots = 1u << 16;
+std::atomic<uint64_t> g_classes[kClassSlots];
+constexpr uint64_t kAnnounced = 1;
+constexpr size_t kClassCache = 256;
+__thread uint64_t t_classCache[kClassCache] HEAPMAN_TLS;
+
+size_t classHash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 48); }
+
+void announceClass(MonoClass* klass) {
+  auto key = reinterpret_cast<uint64_t>(klass);
+  size_t i = classHash(key) & (kClassSlots - 1);
+  std::atomic<uint64_t>* slot = nullptr;
+  for (size_t probe = 0; probe < kClassSlots; ++probe, i = (i + 1) & (kClassSlots - 1)) {
+    uint64_t v = g_classes[i].load(std::memory_order_acquire);
+    if ((v & ~kAnnounced) == key) {
+      if (v & kAnnounced) return;  // committed before this thread's next sequence number
+      slot = &g_classes[i];
+      break;
+    }
+    if (v == 0) {
+      if (g_classes[i].compare_exchange_strong(v, key, std::memory_order_acq_rel)) {
+        slot = &g_classes[i];
+        break;
+      }
+      if ((v & ~kAnnounced) == key) {
+        if (v & kAnnounced) return;
+        slot = &g_classes[i];
+        break;
+      }
+    }
+  }
+  // Not yet committed by anyone (or the table is full): announce it ourselves. The writer
+  // keeps the first TypeDef of a handle and drops repeats.
+  char* name = m.mono_type_get_name(m.mono_class_get_type(klass));
+  uint64_t size = m.mono_class_is_valuetype(klass) ? 0 : static_cast<uint64_t>(m.mono_class_instance_size(klass));
+  emitNamed(Kind::kTypeDef, key, size, 0, name);
+  if (name) m.mono_free(name);
+  if (slot) slot->store(key | kAnnounced, std::memory_order_release);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocations.
+
+void onAllocation(MonoProfiler*, MonoObject* obj) {
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  Guard guard;
+  MonoClass* klass = m.mono_object_get_class(obj);
+  auto key = reinterpret_cast<uint64_t>(klass);
+  uint64_t& cached = t_classCache[(key >> 4) & (kClassCache - 1)];
+  if (__builtin_expect(cached != key, 0)) {
+    announceClass(klass);
+    cached = key;
+  }
+  uint64_t size = m.mono_object_get_size(obj);
+  uint64_t actual = m.collector.size(obj);
+  Ring* r = threadRing();
+  if (!r) return;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
+  if (RawEvent* e = beginWithFrames(r, Kind::kAlloc, static_cast<uint8_t>(HeapKind::kManaged),
+                                    frames, n, 0, kManagedFrames)) {
+    e->a = reinterpret_cast<uint64_t>(obj);
+    e->b = size;
+    e->c = std::max(actual, size);
+    e->extra = key;
+    commit(r, e);
+  }
+  gc::trackBirth(reinterpret_cast<uint64_t>(obj));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Roots and threads. Registered roots and the threads Mono knows are kept for the root set of
+// each collection; a spinlock guards both (rare callers, never while the world is stopped).
+
+struct RegisteredRoot {
+  uint64_t low, size;
+  uint8_t source;
+};
+constexpr int kMaxRoots = 16384;
+RegisteredRoot g_rootRanges[kMaxRoots];
+int g_rootCount = 0;
+
+struct MonoThread {
+  pthread_t self;
+  uint64_t low, high;
+  uint32_t index;
+};
+constexpr int kMaxThreads = 1024;
+MonoThread g_threads[kMaxThreads];
+int g_threadCount = 0;
+
+std::atomic<bool> g_lock{false};
+struct SpinLock {
+  SpinLock() {
+    while (g_lock.exchange(true, std::memory_order_acquire)) _mm_pause();
+  }
+  ~SpinLock() { g_lock.store(false, std::memory_order_release); }
+};
+
+RootSource rootSourceOf(MonoGCRootSource s) {
+  switch (s) {
+    case MONO_ROOT_SOURCE_STATIC: return RootSource::kMonoStatic;
+    case MONO_ROOT_SOURCE_THREAD_STATIC:
+    case MONO_ROOT_SOURCE_CONTEXT_STATIC: return RootSource::kMonoThreadStatic;
+    case MONO_ROOT_SOURCE_DOMAIN: return RootSource::kMonoDomain;
+    case MONO_ROOT_SOURCE_GC_HANDLE:
+    case MONO_ROOT_SOURCE_HANDLE: return RootSource::kMonoHandle;
+    case MONO_ROOT_SOURCE_STACK: return RootSource::kMonoStack;
+    case MONO_ROOT_SOURCE_EXTERNAL: return RootSource::kRegistered;
+    default: return RootSource::kOther;
+  }
+}
+
+void emitRootRange(uint64_t low, uint64_t size, bool added, RootSource source, const char* label) {
+  Ring* r = threadRing();
+  if (!r) return;
+  auto len = static_cast<uint32_t>(label ? std::min<size_t>(std::strlen(label), 255) : 0);
+  if (RawEvent* e = begin(r, Kind::kRootRange, 0, len)) {
+    e->heap = static_cast<uint8_t>(source);
+    e->a = low;
+    e->b = size;
+    e->c = added;
+    if (len) std::memcpy(extraOf(e), label, len);
+    commit(r, e);
+  }
+}
+
+void onRootRegister(MonoProfiler*, const mono_byte* start, uintptr_t size, MonoGCRootSource source,
+                    const void*, const char* name) {
+  if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
+  Guard guard;
+  RootSource src = rootSourceOf(source);
+  auto low = reinterpret_cast<uint64_t>(start);
+  {
+    SpinLock lock;
+    if (g_rootCount < kMaxRoots) g_rootRanges[g_rootCount++] = {low, size, static_cast<uint8_t>(src)};
+  }
+  emitRootRange(low, size, true, src, name);
+}
+
+void onRootUnregister(MonoProfiler*, const mono_byte* start) {
+  if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
+  Guard guard;
+  auto low = reinterpret_cast<uint64_t>(start);
+  RegisteredRoot gone{low, 0, static_cast<uint8_t>(RootSource::kOther)};
+  {
+    SpinLock lock;
+    for (int i = g_rootCount - 1; i >= 0; --i)
+      if (g_rootRanges[i].low == low) {
+        gone = g_rootRanges[i];
+        g_rootRanges[i] = g_rootRanges[--g_rootCount];
+        break;
+      }
+  }
+  emitRootRange(low, gone.size, false, static_cast<RootSource>(gone.source), nullptr);
+}
+
+void onThreadStarted(MonoProfiler*, uintptr_t) {
+  if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
+  Guard guard;
+  Ring* r = threadRing();  // the thread's ThreadStart record, with its stack range
+  uint64_t low = 0, high = 0;
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+      low = reinterpret_cast<uint64_t>(addr);
+      high = low + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  SpinLock lock;
+  for (int i = 0; i < g_threadCount; ++i)
+    if (pthread_equal(g_threads[i].self, pthread_self())) return;
+  if (g_threadCount < kMaxThreads)
+    g_threads[g_threadCount++] = {pthread_self(), low, high, r ? r->index : log::kRecorderThread};
+}
+
+void onThreadStopped(MonoProfiler*, uintptr_t) {
+  if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
+  SpinLock lock;
+  for (int i = 0; i < g_threadCount; ++i)
+    if (pthread_equal(g_threads[i].self, pthread_self())) {
+      g_threads[i] = g_threads[--g_threadCount];
+      break;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collections.
+
+uint32_t g_gcNumber = 0;
+uint64_t g_gcStartNs = 0;
+std::atomic<uint64_t> g_heapSize{0};  // last gc_resize
+
+RootSetEntry* g_roots = nullptr;  // kMaxRoots + kMaxThreads entries, mmap'd once
+
+size_t collectRoots(uint64_t mySp) {
+  if (!g_roots) g_roots = static_cast<RootSetEntry*>(
+      gc::mapBytes((kMaxRoots + kMaxThreads) * sizeof(RootSetEntry)));
+  if (!g_roots) return 0;
+  size_t n = 0;
+  SpinLock lock;
+  for (int i = 0; i < g_rootCount; ++i)
+    if (g_rootRanges[i].size)
+      g_roots[n++] = {g_rootRanges[i].low, g_rootRanges[i].size, log::kRecorderThread,
+                      g_rootRanges[i].source, {}};
+  for (int i = 0; i < g_threadCount; ++i) {
+    const MonoThread& t = g_threads[i];
+    if (!t.high) continue;
+    bool self = pthread_equal(t.self, pthread_self());
+    uint64_t from = gc::stackInUse(t.low, t.high, self ? mySp : 0);
+    if (from < t.high)
+      g_roots[n++] = {from, t.high - from, t.index,
+                      static_cast<uint8_t>(RootSource::kThreadStack), {}};
+  }
+  return n;
+}
+
+void onGcStart() {
+  g_gcNumber = static_cast<uint32_t>(*m.gcNo) + 1;
+  g_gcStartNs = monotonicNs();
+  Ring* r = threadRing();
+  if (!r) return;
+  if (RawEvent* e = begin(r, Kind::kGcBegin, 0, 0)) {
+    e->a = g_gcNumber;
+    e->b = g_heapSize.load(std::memory_order_relaxed);
+    commit(r, e);
+  }
+}
+
+void onGcEnd() {
+  size_t n = gc::sweep();
+  Ring* r = threadRing();
+  if (!r) return;
+  gc::emitCollected(r, g_gcNumber, gc::collected(), n);
+  size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
+  gc::emitRootSet(r, g_gcNumber, g_roots, roots);
+  if (gc::dumpThisGc(g_gcNumber)) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+  if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
+    e->a = g_gcNumber;
+    e->b = g_heapSize.load(std::memory_order_relaxed);
+    e->c = 0;  // free bytes: the fork's getters take the lock we are called under
+    e->extra = monotonicNs() - g_gcStartNs;
+    commit(r, e);
+  }
+}
+
+// START and END come with the collector's lock held and the world running; the stop/start-world
+// events are left alone (the world may be stopped: no lock, no allocation there).
+void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool) {
+  if (!g_on.load(std::memory_order_relaxed) || !g.active.load(std::memory_order_relaxed)) return;
+  if (event != MONO_GC_EVENT_START && event != MONO_GC_EVENT_END) return;
+  Guard guard;
+  bool was = gc::t_inCallback;
+  gc::t_inCallback = true;
+  if (event == MONO_GC_EVENT_START)
+    onGcStart();
+  else
+    onGcEnd();
+  gc::t_inCallback = was;
+}
+
+void onGcResize(MonoProfiler*, uintptr_t size) { g_heapSize.store(size, std::memory_order_relaxed); }
+
+// The runtime is going away; the recorder finishes at exit as usual. Nothing may be recorded
+// from Mono's callbacks once its structures are torn down.
+void onShutdownEnd(MonoProfiler*) { g_on.store(false, std::memory_order_relaxed); }
+
+// Removes the --profile=heapman heaprec added from MONO_ENV_OPTIONS, so that a Mono child
+// process that is not recorded does not look for a profiler module it cannot find.
+void removeProfileOption() {
+  const char* env = getenv("MONO_ENV_OPTIONS");
+  if (!env) return;
+  static const char kOption[] = "--profile=heapman";
+  char out[4096];
+  size_t o = 0;
+  for (const char* p = env; *p;) {
+    while (*p == ' ') ++p;
+    const char* e = p;
+    while (*e && *e != ' ') ++e;
+    auto len = static_cast<size_t>(e - p);
+    bool ours = len >= sizeof kOption - 1 && std::strncmp(p, kOption, sizeof kOption - 1) == 0 &&
+                (len == sizeof kOption - 1 || p[sizeof kOption - 1] == ':');
+    if (len && !ours && o + len + 1 < sizeof out) {
+      if (o) out[o++] = ' ';
+      std::memcpy(out + o, p, len);
+      o += len;
+    }
+    p = e;
+  }
+  out[o] = 0;
+  if (o)
+    setenv("MONO_ENV_OPTIONS", out, 1);
+  else
+    unsetenv("MONO_ENV_OPTIONS");
+}
+
+}  // namespace
+
+void initMono() {
+  if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) {
+    if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeProfileOption();  // not Mono: not ours to pass on
+    return;
+  }
+  auto* info = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "mono_get_runtime_build_info"));
+  char* version = info ? info() : nullptr;
+  std::snprintf(g.monoVersion, sizeof g.monoVersion, "%s", version ? version : "unknown");
+  if (version) free(version);  // g_strdup'd: glib's allocator is malloc
+  const char* nativeToo = getenv("HEAPMAN_MONO_MALLOC");
+  g.recordNative = nativeToo && std::strcmp(nativeToo, "1") == 0;
+}
+
+RawEvent* beginWithManagedStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen) {
+  if (!g_on.load(std::memory_order_relaxed) || !t_shadow || !t_shadow->depth) return nullptr;
+  r = threadRing();
+  if (!r) return nullptr;
+  uint64_t frames[kMaxFrames];
+  uint32_t n = managedFrames(frames, g.depth);
+  return beginWithFrames(r, kind, heap, frames, n, extraLen, kManagedFrames);
+}
+
+}  // namespace heapman::rec
+
+using namespace heapman::rec;
+
+// Mono calls this for --profile=heapman[:OPTIONS]. Options: "nostacks" (no call instrumentation:
+// allocations carry no managed stack).
+HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
+  Guard guard;
+  if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeProfileOption();
+  if (!g.active.load(std::memory_order_relaxed)) return;  // loaded without heaprec
+  if (!findApi()) return;
+  const char* options = desc ? std::strchr(desc, ':') : nullptr;
+  if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;
+  gc::initTracking(m.collector);
+  MonoProfilerHandle h = m.mono_profiler_create(nullptr);
+  m.mono_profiler_enable_allocations();
+  m.mono_profiler_set_gc_allocation_callback(h, onAllocation);
+  m.mono_profiler_set_gc_event_callback(h, onGcEvent);
+  m.mono_profiler_set_gc_resize_callback(h, onGcResize);
+  m.mono_profiler_set_gc_root_register_callback(h, onRootRegister);
+  m.mono_profiler_set_gc_root_unregister_callback(h, onRootUnregister);
+  m.mono_profiler_set_jit_done_callback(h, onJitDone);
+  m.mono_profiler_set_thread_started_callback(h, onThreadStarted);
+  m.mono_profiler_set_thread_stopped_callback(h, onThreadStopped);
+  m.mono_profiler_set_runtime_shutdown_end_callback(h, onShutdownEnd);
+  if (g_stacks) {
+    m.mono_profiler_set_call_instrumentation_filter_callback(h, onFilter);
+    m.mono_profiler_set_method_enter_callback(h, onEnter);
+    m.mono_profiler_set_method_leave_callback(h, onLeave);
+    m.mono_profiler_set_method_tail_call_callback(h, onTailCall);
+    m.mono_profiler_set_method_exception_leave_callback(h, onExceptionLeave);
+  }
+  g_on.store(true, std::memory_order_release);
+}

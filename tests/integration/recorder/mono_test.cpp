@@ -1,0 +1,273 @@
+// Mono layer: MonoTruth.exe (progs/MonoTruth.cs) and the sample MonoGame.exe run on mono-boehm
+// under `heaprec run`. The log must agree with what the program knows about itself: every probe
+// collected in the collection its long weak reference says (and no other object of its class),
+// exact per-class counts with generic and nested names, managed stacks naming the calling
+// methods (also after exceptions unwound through instrumented frames), custom events and frames
+// in order with their managed stacks, and the program's output unchanged.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "recorder_support.h"
+
+namespace {
+
+using namespace hmrec;
+
+const char* const kMono = "mono-boehm";
+
+// What one log says about managed objects.
+struct ManagedLog {
+  std::map<uint32_t, std::string> types;    // TypeDef id -> name
+  std::map<uint32_t, std::string> methods;  // MethodDef id -> name
+  std::unordered_map<uint32_t, StackNode> nodes;
+  std::vector<Alloc> allocs;                // managed allocations, in log order
+  // Per allocation (same index as allocs): the GC that collected it, 0 if none did.
+  std::vector<uint32_t> deathGc;
+  std::vector<CustomEvent> events;          // custom events
+  std::vector<std::string> order;           // event names and "#frame" for frame marks, in order
+  uint64_t gcBegins = 0, gcEnds = 0, rootSets = 0, jitRanges = 0, collectedUnknown = 0;
+  uint64_t nativeAllocs = 0;
+  std::set<RootSource> rootSources;          // of RootRange records
+  Header header;
+
+  std::string typeOf(const Alloc& a) const {
+    auto it = types.find(a.typeId);
+    return it == types.end() ? "" : it->second;
+  }
+  // Method names of a stack, leaf first; "?" for a frame that is not a defined managed method.
+  std::vector<std::string> frames(uint32_t stackId) const {
+    std::vector<std::string> out;
+    for (uint32_t id = stackId; id != 0;) {
+      auto n = nodes.find(id);
+      if (n == nodes.end()) break;
+      auto m = n->second.managed ? methods.find(static_cast<uint32_t>(n->second.frame)) : methods.end();
+      out.push_back(m == methods.end() ? "?" : m->second);
+      id = n->second.parent;
+    }
+    return out;
+  }
+};
+
+ManagedLog readManagedLog(const std::string& path) {
+  ManagedLog m;
+  LogReader reader = LogReader::open(path);
+  m.header = reader.header();
+  std::unordered_map<uint64_t, size_t> live;  // address -> index in allocs
+  std::map<uint32_t, std::vector<uint64_t>> pending;
+  reader.forEachRecord([&](const auto& r) {
+    using T = std::decay_t<decltype(r)>;
+    if constexpr (std::is_same_v<T, Alloc>) {
+      if (r.heap != HeapKind::kManaged) {
+        ++m.nativeAllocs;
+        return;
+      }
+      live[r.address] = m.allocs.size();
+      m.allocs.push_back(r);
+      m.deathGc.push_back(0);
+    } else if constexpr (std::is_same_v<T, TypeDef>) {
+      m.types[r.id] = r.name;
+    } else if constexpr (std::is_same_v<T, MethodDef>) {
+      m.methods[r.id] = r.name;
+    } else if constexpr (std::is_same_v<T, StackNode>) {
+      m.nodes[r.id] = r;
+    } else if constexpr (std::is_same_v<T, Collected>) {
+      for (uint64_t a : r.addresses) pending[r.gcNumber].push_back(a);
+    } else if constexpr (std::is_same_v<T, GcBegin>) {
+      ++m.gcBegins;
+    } else if constexpr (std::is_same_v<T, GcEnd>) {
+      ++m.gcEnds;
+      for (uint64_t a : pending[r.gcNumber]) {
+        auto it = live.find(a);
+        if (it == live.end()) {
+          ++m.collectedUnknown;
+          continue;
+        }
+        m.deathGc[it->second] = r.gcNumber;
+        live.erase(it);
+      }
+      pending.erase(r.gcNumber);
+    } else if constexpr (std::is_same_v<T, RootSet>) {
+      ++m.rootSets;
+    } else if constexpr (std::is_same_v<T, RootRange>) {
+      m.rootSources.insert(r.source);
+    } else if constexpr (std::is_same_v<T, JitRange>) {
+      ++m.jitRanges;
+    } else if constexpr (std::is_same_v<T, CustomEvent>) {
+      m.events.push_back(r);
+    }
+  });
+  // Event names (LogString ids) and their place among frame marks.
+  Log log = readLog(path);
+  for (const Record& r : log.records) {
+    if (const auto* e = std::get_if<CustomEvent>(&r)) m.order.push_back(eventName(log, *e));
+    if (std::holds_alternative<FrameMark>(r)) m.order.push_back("#frame");
+  }
+  return m;
+}
+
+struct ProbeTruth {
+  uint64_t address;
+  int lo = -1, hi = -1;  // died in a GC numbered in (lo, hi]; hi < 0: alive at the end
+};
+
+// Compares the probes' fates with the log's Truth.Probe[] allocations, address by address in
+// allocation order (an address is reused only after its previous probe died).
+void checkProbes(const std::string& out, const ManagedLog& log) {
+  std::map<uint64_t, std::vector<ProbeTruth>> truth;
+  size_t probes = 0, died = 0;
+  for (const std::string& l : lines(out)) {
+    std::vector<std::string> f = fields(l);
+    if (f.empty() || f[0] != "probe") continue;
+    ProbeTruth p{number(f[1])};
+    if (f.size() == 4) {
+      p.lo = static_cast<int>(number(f[2]));
+      p.hi = static_cast<int>(number(f[3]));
+      ++died;
+    }
+    truth[p.address].push_back(p);
+    ++probes;
+  }
+  REQUIRE(probes > 0);
+  std::map<uint64_t, std::vector<uint32_t>> seen;  // address -> death GC per occurrence
+  size_t logged = 0;
+  for (size_t i = 0; i < log.allocs.size(); ++i)
+    if (log.typeOf(log.allocs[i]) == "Truth.Probe[]") {
+      seen[log.allocs[i].address].push_back(log.deathGc[i]);
+      ++logged;
+    }
+  INFO("probes: program " << probes << " (" << died << " died), log " << logged);
+  REQUIRE(logged == probes);
+  size_t wrong = 0;
+  std::string first;
+  for (auto& [address, fates] : truth) {
+    const std::vector<uint32_t>& s = seen[address];
+    for (size_t k = 0; k < fates.size(); ++k) {
+      uint32_t gc = k < s.size() ? s[k] : UINT32_MAX;
+      const ProbeTruth& t = fates[k];
+      bool ok = t.hi < 0 ? gc == 0
+                         : gc != UINT32_MAX && static_cast<int>(gc) > t.lo && static_cast<int>(gc) <= t.hi;
+      if (!ok && wrong++ == 0)
+        first = "probe " + std::to_string(address) + " #" + std::to_string(k) + ": truth (" +
+                std::to_string(t.lo) + ", " + std::to_string(t.hi) + "], log GC " +
+                (gc == UINT32_MAX ? std::string("none") : std::to_string(gc));
+    }
+  }
+  INFO(first);
+  CHECK(wrong == 0);
+  CHECK(died * 10 >= probes * 7);  // most probes died: the check is about real collections
+}
+
+}  // namespace
+
+TEST_CASE("mono: classes, stacks, events and collected sets of one thread", "[recorder][mono]") {
+  TempDir dir;
+  Recording rec = record(dir, "mono_all", {kMono, HMREC_MONO_TRUTH, "all", "2000", "6"});
+  requireRecorded(rec);
+  ManagedLog log = readManagedLog(rec.logPath);
+
+  // The header names the runtime; the runtime's own mallocs are not recorded by default.
+  bool mono = false;
+  for (const Runtime& r : log.header.runtimes) mono |= r.kind == Runtime::Kind::kMono;
+  CHECK(mono);
+  CHECK(log.nativeAllocs == 0);
+
+  // Exact counts of the program's own classes, generic and nested names spelled out.
+  std::map<std::string, uint64_t> counts;
+  for (const Alloc& a : log.allocs) ++counts[log.typeOf(a)];
+  uint64_t classLines = 0;
+  for (const std::string& l : lines(rec.result.out)) {
+    std::vector<std::string> f = fields(l);
+    if (f.size() != 3 || f[0] != "class") continue;
+    ++classLines;
+    INFO("class " << f[1]);
+    CHECK(counts[f[1]] == number(f[2]));
+  }
+  CHECK(classLines == 4);
+
+  // Every Leaf comes from Chain.C, called by B, A and Program.Stacks, though exceptions
+  // unwound six frames deep before each batch.
+  uint64_t leaves = 0, rightStacks = 0;
+  std::string firstWrong;
+  for (const Alloc& a : log.allocs) {
+    if (log.typeOf(a) != "Truth.Leaf") continue;
+    ++leaves;
+    std::vector<std::string> f = log.frames(a.stackId);
+    bool ok = f.size() >= 5 && f[0] == "Truth.Chain:C (int)" && f[1] == "Truth.Chain:B (int)" &&
+              f[2] == "Truth.Chain:A (int)" && f[3] == "Truth.Program:Stacks ()" &&
+              f[4] == "Truth.Program:Main (string[])";
+    rightStacks += ok;
+    if (!ok && firstWrong.empty())
+      for (const std::string& s : f) firstWrong += s + " <- ";
+  }
+  INFO("first wrong stack: " << firstWrong);
+  CHECK(leaves == 500);
+  CHECK(rightStacks == leaves);
+
+  // Events and frames in program order, each event with the managed stack that raised it.
+  std::vector<std::string> expected{"first", "#frame", "second", "#frame", "third"};
+  CHECK(log.order == expected);
+  REQUIRE(log.events.size() == 3);
+  CHECK(log.events[1].payload == std::vector<uint8_t>{1, 2, 3, 4});
+  for (const CustomEvent& e : log.events) {
+    std::vector<std::string> f = log.frames(e.stackId);
+    CHECK(std::find(f.begin(), f.end(), "Truth.Program:Events ()") != f.end());
+  }
+
+  // Collections, root registrations with their sources, JIT'ed code.
+  CHECK(log.gcBegins == log.gcEnds);
+  CHECK(log.rootSets == log.gcEnds);
+  CHECK(log.gcEnds >= 6);
+  CHECK(log.rootSources.count(RootSource::kMonoStatic) == 1);
+  CHECK(log.jitRanges >= log.methods.size() / 2);
+  CHECK(log.collectedUnknown == 0);
+  checkProbes(rec.result.out, log);
+  CHECK(summarizeLog(rec.logPath).gcs == log.gcEnds);
+}
+
+TEST_CASE("mono: collected sets equal weak-reference ground truth, 4 threads",
+          "[recorder][mono]") {
+  TempDir dir;
+  Recording rec = record(dir, "mono_truth", {kMono, HMREC_MONO_TRUTH, "truth", "4", "1500", "6"});
+  requireRecorded(rec);
+  ManagedLog log = readManagedLog(rec.logPath);
+  CHECK(log.collectedUnknown == 0);
+  checkProbes(rec.result.out, log);
+}
+
+TEST_CASE("mono: the sample game's output is unchanged, with and without stacks",
+          "[recorder][mono]") {
+  TempDir dir;
+  RunResult plain = run(dir, "game_plain", {"/usr/bin/env", kMono, HMREC_MONO_GAME, "3", "200"});
+  REQUIRE(plain.status == 0);
+  Recording rec = record(dir, "game", {kMono, HMREC_MONO_GAME, "3", "200"});
+  requireRecorded(rec);
+  CHECK(rec.result.out == plain.out);
+  Recording bare = record(dir, "game_nostacks", {kMono, HMREC_MONO_GAME, "3", "200"},
+                          {"--mono-stacks", "off"});
+  requireRecorded(bare);
+  CHECK(bare.result.out == plain.out);
+
+  ManagedLog withStacks = readManagedLog(rec.logPath), without = readManagedLog(bare.logPath);
+  // The game allocates the same objects of its own classes either way; only stacks differ.
+  auto own = [](const ManagedLog& m) {
+    std::map<std::string, uint64_t> c;
+    for (const Alloc& a : m.allocs)
+      if (m.typeOf(a).rfind("Game.", 0) == 0) ++c[m.typeOf(a)];
+    return c;
+  };
+  CHECK(own(withStacks) == own(without));
+  CHECK(own(withStacks)["Game.Enemy"] == 600);
+  uint64_t stackless = 0;
+  for (const Alloc& a : without.allocs) stackless += a.stackId == 0;
+  CHECK(stackless == without.allocs.size());
+  uint64_t withStack = 0;
+  for (const Alloc& a : withStacks.allocs)
+    withStack += !withStacks.frames(a.stackId).empty() && withStacks.frames(a.stackId)[0] != "?";
+  CHECK(withStack * 10 >= withStacks.allocs.size() * 9);
+  std::vector<std::string> levels;
+  for (const std::string& e : withStacks.order)
+    if (e != "#frame") levels.push_back(e);
+  CHECK(levels == std::vector<std::string>{"level_start", "level_end", "level_start", "level_end",
+                                           "level_start", "level_end"});
+}

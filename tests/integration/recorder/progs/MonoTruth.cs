@@ -1,0 +1,215 @@
+// Ground truth for the Mono layer (mono_test.cpp), printed by the program itself:
+//
+//   truth THREADS PER_THREAD ROUNDS   probes (Probe[] arrays, addresses known through `fixed`),
+//                                     each watched by a long WeakReference (cleared exactly when
+//                                     the collector frees the object, finalizable or not); lines
+//                                     "probe ADDRESS LO HI" (died in a GC numbered in (LO, HI])
+//                                     or "probe ADDRESS alive"
+//   classes                           exact numbers of objects of the program's own classes:
+//                                     lines "class NAME COUNT"
+//   stacks                            allocations of Leaf under Chain.A -> B -> C, after an
+//                                     exception unwound through other frames: "leaves COUNT"
+//   events                            HeapMan events and frames in a known order
+//
+// Build: mcs -unsafe MonoTruth.cs HeapMan.cs
+using System;
+using System.Collections.Generic;
+using System.Runtime.CompilerServices;
+using System.Threading;
+
+namespace Truth
+{
+    struct Probe
+    {
+        public int V;
+    }
+
+    // Finalizable probes' owner: its finalizer runs after the collection that found it dead,
+    // and the collector frees it (and its probe array) only at a later one.
+    class Finalizable
+    {
+        public Probe[] Payload;
+        ~Finalizable() { }
+    }
+
+    class Alpha { public int A; }
+    class Outer { public class Inner { public long B; } }
+    class Box<T> { public T Value; }
+
+    class Leaf { public int L; }
+
+    static class Chain
+    {
+        public static List<Leaf> Kept = new List<Leaf>();
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void A(int n) { B(n); }
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void B(int n) { C(n); }
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void C(int n)
+        {
+            for (int i = 0; i < n; i++) Kept.Add(new Leaf { L = i });
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        public static void Thrower(int depth)
+        {
+            if (depth == 0) throw new InvalidOperationException("unwind");
+            Thrower(depth - 1);
+        }
+    }
+
+    unsafe static class Program
+    {
+        static readonly object Lock = new object();
+        static readonly List<ulong> Addresses = new List<ulong>();
+        static readonly List<WeakReference> Refs = new List<WeakReference>();
+        static readonly List<int> Lo = new List<int>();   // GC count before the scan that last saw it alive
+        static readonly List<int> Hi = new List<int>();   // -1: alive so far
+
+        static ulong AddressOf(Probe[] a)
+        {
+            fixed (Probe* p = a) return (ulong)p - 32;  // MonoArray: vtable, sync, bounds, length
+        }
+
+        static void Register(Probe[] p)
+        {
+            var w = new WeakReference(p, true);
+            ulong address = AddressOf(p);
+            lock (Lock)
+            {
+                Addresses.Add(address);
+                Refs.Add(w);
+                Lo.Add(GC.CollectionCount(0));
+                Hi.Add(-1);
+            }
+        }
+
+        // Marks probes found dead: each died in a GC after the count read before the scan that
+        // last saw it alive, and at or before the count read after this scan.
+        static void Scan()
+        {
+            lock (Lock)
+            {
+                int before = GC.CollectionCount(0);
+                var dead = new List<int>();
+                for (int i = 0; i < Refs.Count; i++)
+                {
+                    if (Hi[i] >= 0) continue;
+                    if (Refs[i].IsAlive) Lo[i] = before; else dead.Add(i);
+                }
+                int after = GC.CollectionCount(0);
+                foreach (int i in dead) Hi[i] = after;
+            }
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Worker(int id, int perThread, int rounds, List<object> keep)
+        {
+            var rnd = new Random(id * 7919 + 1);
+            for (int r = 0; r < rounds; r++)
+            {
+                for (int i = 0; i < perThread; i++)
+                {
+                    var p = new Probe[1 + rnd.Next(40)];
+                    Register(p);
+                    int fate = rnd.Next(10);
+                    if (fate == 0) keep.Add(p);                                  // survives
+                    else if (fate == 1) keep.Add(new Finalizable { Payload = p }); // dies later
+                    else if (fate == 2) new Finalizable { Payload = p };         // finalizable garbage
+                }
+                // Drop some of what was kept: it dies in a later collection.
+                if (keep.Count > 8) keep.RemoveRange(0, keep.Count / 3);
+            }
+        }
+
+        static void Truth(int threads, int perThread, int rounds)
+        {
+            var keeps = new List<object>[threads];
+            var workers = new Thread[threads];
+            for (int t = 0; t < threads; t++)
+            {
+                int id = t;
+                keeps[t] = new List<object>();
+                workers[t] = new Thread(() => Worker(id, perThread, rounds, keeps[id]));
+            }
+            foreach (Thread w in workers) w.Start();
+            bool running = true;
+            while (running)
+            {
+                running = false;
+                foreach (Thread w in workers) running |= w.IsAlive;
+                GC.Collect();
+                Scan();
+                Thread.Sleep(1);
+            }
+            foreach (Thread w in workers) w.Join();
+            for (int i = 0; i < 3; i++)
+            {
+                GC.Collect();
+                GC.WaitForPendingFinalizers();
+                Scan();
+            }
+            GC.KeepAlive(keeps);
+            lock (Lock)
+            {
+                for (int i = 0; i < Addresses.Count; i++)
+                    Console.WriteLine(Hi[i] < 0 ? "probe 0x" + Addresses[i].ToString("x") + " alive"
+                                                : "probe 0x" + Addresses[i].ToString("x") + " " + Lo[i] + " " + Hi[i]);
+            }
+        }
+
+        static void Classes()
+        {
+            var keep = new List<object>();
+            for (int i = 0; i < 1000; i++) keep.Add(new Alpha { A = i });
+            for (int i = 0; i < 300; i++) keep.Add(new Outer.Inner { B = i });
+            for (int i = 0; i < 200; i++) keep.Add(new Box<Alpha> { Value = null });
+            for (int i = 0; i < 100; i++) keep.Add(new Box<List<Alpha>>());
+            Console.WriteLine("class Truth.Alpha 1000");
+            Console.WriteLine("class Truth.Outer.Inner 300");
+            Console.WriteLine("class Truth.Box<Truth.Alpha> 200");
+            Console.WriteLine("class Truth.Box<System.Collections.Generic.List<Truth.Alpha>> 100");
+            GC.KeepAlive(keep);
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Stacks()
+        {
+            for (int i = 0; i < 5; i++)
+            {
+                try { Chain.Thrower(6); } catch (InvalidOperationException) { }
+                Chain.A(100);
+            }
+            Console.WriteLine("leaves " + Chain.Kept.Count);
+        }
+
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void Events()
+        {
+            HeapMan.Event("first");
+            HeapMan.Frame();
+            HeapMan.Event("second", new byte[] { 1, 2, 3, 4 });
+            HeapMan.Frame();
+            HeapMan.Event("third");
+            Console.WriteLine("events first second third frames 2");
+        }
+
+        static void Main(string[] args)
+        {
+            switch (args[0])
+            {
+                case "truth":
+                    Truth(int.Parse(args[1]), int.Parse(args[2]), int.Parse(args[3]));
+                    break;
+                case "all":
+                    Classes();
+                    Stacks();
+                    Events();
+                    Truth(1, int.Parse(args[1]), int.Parse(args[2]));
+                    break;
+            }
+        }
+    }
+}
