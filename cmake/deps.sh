@@ -7,6 +7,9 @@ packages=(
   build-essential cmake pkg-config
   liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2
   libunwind-dev libdw-dev libgc-dev
+  # Mono with the Boehm collector: the runtime, the C# compiler and assemblies (mono-devel), the
+  # profiler API headers (libmono-2.0-dev), Mono's own log profiler (the benchmark's peer)
+  mono-runtime-boehm mono-devel libmono-2.0-dev libmono-profiler
 )
 if [ "${1:-build}" = test ]; then
   # clang: the fuzzer; python3: the CLI tests parse JSON; guile: a real bdwgc program to record

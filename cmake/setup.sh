@@ -4,7 +4,8 @@
 #   cmake/setup.sh main   build and install to out/install, then run the main job: record the
 #                         bdwgc sample game with heaprec, replay it (GCs, blame at the end of
 #                         level 2, growth diff over level 2, churn, folded stacks) and write CSV
-#                         and folded-stack outputs; the same for the C++-heap sample. Outputs
+#                         and folded-stack outputs; the same for the C# sample on mono-boehm
+#                         and the C++-heap sample. Outputs
 #                         go to out/.
 #   cmake/setup.sh test   build with -Werror, run every test (CTest), then build the reader's
 #                         libFuzzer target with clang and ASan/UBSan and fuzz it briefly.
@@ -41,6 +42,14 @@ case "$mode" in
     "$bin"/heapman diff out/gc_game.hml --from level_start#2 --to level_end#2 --top 10
     "$bin"/heapman churn out/gc_game.hml --from level_start#2 --to level_end#2 --top 10
     "$bin"/heapman stacks out/gc_game.hml --at level_end#2 -o out/gc_game-live.folded
+    # The same kind of game in C# on mono-boehm: class names and managed stacks; the event
+    # handlers every level leaves subscribed keep its enemies alive.
+    "$bin"/heaprec run -o out/mono_game.hml -- mono-boehm build/samples/MonoGame.exe 4 300
+    "$bin"/heapman blame out/mono_game.hml --at level_end#3 --top 10 --csv out/mono_game-blame.csv
+    "$bin"/heapman blame out/mono_game.hml --at level_end#3 --top 10
+    "$bin"/heapman diff out/mono_game.hml --from level_end#1 --to level_end#3 --top 10 \
+      --csv out/mono_game-diff.csv
+    "$bin"/heapman types out/mono_game.hml --at level_end#3 --compare level_end#1 --top 10
     # The same game on the C++ heap (new/delete), recorded and blamed the same way.
     "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
     "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
@@ -51,6 +60,7 @@ case "$mode" in
     echo "  gc_game-blame.csv        live bytes per blame function at level_end#2"
     echo "  gc_game-diff.csv         growth per function from level_start#2 to level_end#2"
     echo "  gc_game-live.folded      folded stacks of the live set at level_end#2"
+    echo "  mono_game.hml, mono_game-blame.csv, mono_game-diff.csv   the C# sample on mono-boehm"
     echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
     ;;
   test)
