@@ -83,7 +83,19 @@ class Replay::InfoDict {
   // The id of an allocation's AllocInfo, given its index in the chunk's dictionary
   // (log::AllocLocalVisitor): an array lookup per (thread, chunk-local index) after the first
   // allocation, which interns. Ids come out exactly as intern() would give them.
-  uint32_t idOf(const Alloc& a, uint32_t local) {
+  [[gnu::always_inline]] uint32_t idOf(const Alloc& a, uint32_t local) {
+    if (a.ev.thread == thread_) [[likely]] {
+      const std::vector<uint32_t>& ids = local_[cur_].second;
+      if (local < ids.size()) [[likely]] {
+        uint32_t id = ids[local];
+        if (id != kUnset) [[likely]]
+          return id;
+      }
+    }
+    return idOfFirst(a, local);
+  }
+  // idOf() for the first allocation of a (thread, chunk-local index), or of another thread.
+  [[gnu::noinline]] uint32_t idOfFirst(const Alloc& a, uint32_t local) {
     if (a.ev.thread != thread_) selectThread(a.ev.thread);
     std::vector<uint32_t>& ids = local_[cur_].second;
     if (local < ids.size()) {
@@ -423,7 +435,7 @@ struct Replay::Applier {
 
   // Returns false when the record was applied before (resume) and must be ignored.
   template <class T>
-  bool enter(const T& rec) {
+  [[gnu::always_inline]] bool enter(const T& rec) {
     if (visited < skip) {
       ++visited;
       return false;
@@ -443,26 +455,30 @@ struct Replay::Applier {
     return true;
   }
 
-  void kill(const LiveObject& o, Death how, uint64_t seq) {
+  [[gnu::always_inline]] void kill(const LiveObject& o, Death how, uint64_t seq) {
     r.counters_.liveBytes -= r.tables_.infos[o.info()].size;
     if (observer) observer->died(o, how, seq);
   }
 
   // False for address 0 (an allocation that failed: nothing lives); throws beyond the limits.
-  static bool bornAt(uint64_t address, uint64_t seq) {
+  [[gnu::always_inline]] static bool bornAt(uint64_t address, uint64_t seq) {
+    if (address - 1 >= LiveSet::kAddressLimit - 1 || seq > kMaxSeq) [[unlikely]]
+      return bornAtChecked(address, seq);
+    return true;
+  }
+  [[gnu::noinline, gnu::cold]] static bool bornAtChecked(uint64_t address, uint64_t seq) {
     if (address == 0) return false;
-    if (address >= LiveSet::kAddressLimit) [[unlikely]] {
+    if (address >= LiveSet::kAddressLimit) {
       char b[32];
       std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(address));
       throw ReplayError(std::string("allocation at ") + b + " (seq " + std::to_string(seq) +
                         ") is above 2^48: not a user-space address");
     }
-    if (seq > kMaxSeq) [[unlikely]]
-      throw ReplayError("sequence number " + std::to_string(seq) + " too large");
+    if (seq > kMaxSeq) throw ReplayError("sequence number " + std::to_string(seq) + " too large");
     return true;
   }
 
-  void place(uint64_t address, uint32_t id, uint64_t size, uint64_t seq) {
+  [[gnu::always_inline]] void place(uint64_t address, uint32_t id, uint64_t size, uint64_t seq) {
     LiveObject o{address, LiveObject::pack(seq, id)}, old;
     if (r.live_.insert(o, &old)) [[unlikely]] {
       ++r.counters_.replacedAllocs;
@@ -484,13 +500,13 @@ struct Replay::Applier {
           a.ev.seq);
   }
   // The decoder's fast hook: `local` indexes the chunk's dictionary (same ids as operator()).
-  void allocLocal(const Alloc& a, uint32_t local) {
+  [[gnu::always_inline]] void allocLocal(const Alloc& a, uint32_t local) {
     if (!enter(a)) return;
     if constexpr (kBuild) ++r.tables_.allocs;
     if (!bornAt(a.address, a.ev.seq)) return;
     place(a.address, r.dict_->idOf(a, local), a.size, a.ev.seq);
   }
-  void operator()(const Free& f) {
+  [[gnu::always_inline]] void operator()(const Free& f) {
     if (!enter(f)) return;
     if constexpr (kBuild) ++r.tables_.frees;
     LiveObject o;

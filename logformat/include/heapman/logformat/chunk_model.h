@@ -61,7 +61,7 @@ class ChunkModel {
   uint64_t addressOf(uint64_t ordinal) const { return addrs_[ordinal]; }
   uint32_t infoOf(uint64_t ordinal) const { return infoOf_[ordinal]; }
 
-  SizeClass& sizeClass(uint64_t actualSize) {
+  [[gnu::always_inline]] SizeClass& sizeClass(uint64_t actualSize) {
     SizeClass& s = slots_[(actualSize * 0x9E3779B97F4A7C15ull) >> 56];
     if (s.key != actualSize) {
       s = SizeClass{};
@@ -104,7 +104,7 @@ class ChunkModel {
   // The decoder's onAlloc(): the same model change, given the size class the caller already
   // looked up (sizeClass(infos[info].actualSize), not reset since) and with the LIFO entries
   // above `lifoIndex` moved by memmove instead of one modulo step at a time.
-  void onAllocIn(SizeClass& s, uint64_t address, uint32_t info, int lifoIndex) {
+  [[gnu::always_inline]] void onAllocIn(SizeClass& s, uint64_t address, uint32_t info, int lifoIndex) {
     if (lifoIndex > 0) {
       // Entries at ring positions p+1 .. top-1 (mod depth) move down one; p = top-1-lifoIndex.
       uint32_t p = (s.top - 1 - static_cast<uint32_t>(lifoIndex)) % kLifoDepth;
@@ -133,7 +133,7 @@ class ChunkModel {
     lastAddress = address;
   }
   // A free of this chunk's allocation number `ordinal`.
-  void onFreeOrdinal(uint64_t ordinal) {
+  [[gnu::always_inline]] void onFreeOrdinal(uint64_t ordinal) {
     uint64_t address = addrs_[ordinal];
     SizeClass& s = sizeClass(infos[infoOf_[ordinal]].actualSize);
     s.lifo[s.top % kLifoDepth] = address;

@@ -141,6 +141,62 @@ class LogReader {
 };
 
 namespace detail {
+// ByteCursor for the decode loop: the same reads and errors, with the one- and two-byte varints
+// (nearly all of them in a records chunk) inlined and the slow path out of line.
+class StreamCursor {
+ public:
+  StreamCursor(const uint8_t* begin, const uint8_t* end) : p_(begin), end_(end) {}
+  bool atEnd() const { return p_ == end_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+  // Precondition: !atEnd().
+  uint8_t nextUnchecked() { return *p_++; }
+  [[gnu::always_inline]] uint8_t byte() {
+    if (p_ == end_) [[unlikely]]
+      overrun("read past end of stream");
+    return *p_++;
+  }
+  [[gnu::always_inline]] uint64_t varint() {
+    if (end_ - p_ >= 2) [[likely]] {
+      uint64_t b0 = p_[0];
+      if (b0 < 0x80) {
+        p_ += 1;
+        return b0;
+      }
+      uint64_t b1 = p_[1];
+      if (b1 < 0x80) {
+        p_ += 2;
+        return (b0 & 0x7f) | b1 << 7;
+      }
+    }
+    return varintSlow();
+  }
+  [[gnu::always_inline]] int64_t zz() { return unzigzag(varint()); }
+  const uint8_t* take(uint64_t n) {
+    if (n > remaining()) overrun("length runs past end of stream");
+    const uint8_t* r = p_;
+    p_ += n;
+    return r;
+  }
+
+ private:
+  [[noreturn, gnu::noinline, gnu::cold]] static void overrun(const char* what) {
+    throw CursorOverrun(what);
+  }
+  [[gnu::noinline]] uint64_t varintSlow() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ == end_) overrun("varint runs past end of stream");
+      uint8_t b = *p_++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (b < 0x80) return v;
+    }
+    overrun("varint longer than 10 bytes");
+  }
+
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
 // Decodes an EXTENDED body; nullopt for a kind this reader does not know.
 std::optional<Record> decodeExtended(uint32_t kind, const EventCommon& ev,
                                      std::span<const uint8_t> body, uint64_t where, int64_t chunk);
@@ -157,7 +213,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
     if (lt > hdr.remaining() || la > hdr.remaining() - lt || ls > hdr.remaining() - lt - la)
       detail::throwBadRecord(where, chunk, "stream lengths exceed the payload");
     const uint8_t* p = hdr.position();
-    ByteCursor T(p, p + lt), A(p + lt, p + lt + la), S(p + lt + la, p + lt + la + ls),
+    detail::StreamCursor T(p, p + lt), A(p + lt, p + lt + la), S(p + lt + la, p + lt + la + ls),
         M(p + lt + la + ls, raw.data() + raw.size());
 
     EventCommon ev;
@@ -170,7 +226,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
     ChunkModel& model = scratch ? *scratch : *owned;
     if (scratch) model.reset();
     auto takeSeq = [&] { ev.seq = nextSeq++; };
-    auto readInfo = [&]() -> uint32_t {
+    auto readInfo = [&]() __attribute__((always_inline)) -> uint32_t {
       uint64_t i = S.varint();
       if (i < model.infos.size()) return static_cast<uint32_t>(i);
       if (i != model.infos.size()) detail::throwBadRecord(where, chunk, "bad dictionary reference");
@@ -183,7 +239,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
       model.infos.push_back(info);
       return static_cast<uint32_t>(i);
     };
-    auto freeOrdinal = [&](uint64_t ordinal) {
+    auto freeOrdinal = [&](uint64_t ordinal) __attribute__((always_inline)) {
       if (ordinal >= model.allocCount()) detail::throwBadRecord(where, chunk, "free of an unknown allocation");
       takeSeq();
       Free r;
@@ -195,7 +251,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
     };
 
     auto emitAlloc = [&](ChunkModel::SizeClass& cls, uint32_t info, uint64_t address,
-                         int lifoIndex) {
+                         int lifoIndex) __attribute__((always_inline)) {
       const AllocInfo& ai = model.infos[info];
       Alloc r;
       r.ev = ev;
@@ -213,7 +269,7 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
     };
 
     while (!T.atEnd()) {
-      uint8_t t = T.byte();
+      uint8_t t = T.nextUnchecked();
       ++count;
       if (t >= tag::kAllocLifoInfo && t < tag::kAllocNear) {
         uint32_t info = t - tag::kAllocLifoInfo;

@@ -71,12 +71,41 @@ class LiveSet {
 
   // Inserts or replaces (precondition: 0 < obj.address < kAddressLimit). Returns true when an
   // object at that address was already live (overwritten, and returned in *replaced).
-  bool insert(LiveObject obj, LiveObject* replaced) {
-    if ((size_ + dead_ + 1) * 8 > capacity_ * 7) makeRoom();
-    uint64_t want = obj.address;
-    size_t i = home(want);
-    if (unsigned m = match4(i, want))  // present, live or dead, near its home: no probing
+  // The common case (the address is within 4 slots of its home: malloc reusing a block) is
+  // inlined into the replay loop; the probing loop is not.
+  [[gnu::always_inline]] bool insert(LiveObject obj, LiveObject* replaced) {
+    if ((size_ + dead_ + 1) * 8 > capacity_ * 7) [[unlikely]] makeRoom();
+    size_t i = home(obj.address);
+    if (unsigned m = match4(i, obj.address))  // present, live or dead, near its home: no probing
       return takeFound(slots_[i + static_cast<unsigned>(__builtin_ctz(m))], obj, replaced);
+    return insertProbing(i, obj, replaced);
+  }
+
+  // Removes the object at address; false when none is live there. The slot keeps the address,
+  // marked dead, so that an allocation reusing the address soon (the common pattern of malloc)
+  // finds its slot again without moving anything; insert() takes dead slots over and a rebuild
+  // drops them.
+  [[gnu::always_inline]] bool erase(uint64_t address, LiveObject* out) {
+    if (address == 0) [[unlikely]]
+      return false;  // never live (and match4() would take an empty slot for it)
+    size_t i = home(address);
+    if (unsigned m = match4(i, address)) {
+      LiveObject& s = slots_[i + static_cast<unsigned>(__builtin_ctz(m))];
+      if (s.address & kDead) [[unlikely]]
+        return false;
+      *out = {address, s.packed};
+      s.address |= kDead;
+      --size_;
+      ++dead_;
+      return true;
+    }
+    return eraseProbing(i, address, out);
+  }
+
+ private:
+  // insert() past match4(): probe from the home slot i (Robin Hood order).
+  [[gnu::noinline]] bool insertProbing(size_t i, LiveObject obj, LiveObject* replaced) {
+    uint64_t want = obj.address;
     uint64_t dist = 0;
     for (;;) {
       LiveObject& s = slots_[i];
@@ -127,21 +156,8 @@ class LiveSet {
     }
   }
 
-  // Removes the object at address; false when none is live there. The slot keeps the address,
-  // marked dead, so that an allocation reusing the address soon (the common pattern of malloc)
-  // finds its slot again without moving anything; insert() takes dead slots over and a rebuild
-  // drops them.
-  bool erase(uint64_t address, LiveObject* out) {
-    size_t i = home(address);
-    if (unsigned m = match4(i, address)) {
-      LiveObject& s = slots_[i + static_cast<unsigned>(__builtin_ctz(m))];
-      if (s.address & kDead) return false;
-      *out = {address, s.packed};
-      s.address |= kDead;
-      --size_;
-      ++dead_;
-      return true;
-    }
+  // erase() past match4(): probe from the home slot i.
+  [[gnu::noinline]] bool eraseProbing(size_t i, uint64_t address, LiveObject* out) {
     uint64_t dist = 0;
     for (;;) {
       LiveObject& s = slots_[i];
@@ -159,6 +175,7 @@ class LiveSet {
     }
   }
 
+ public:
   // Below a load of 2/3 (more than 24 bytes per object), rebuilds at 0.8. Not done on erase:
   // a live set that swings by a few percent would be rebuilt over and over (40% slower replay
   // on the churn log); the engine calls it when a seek hands the state to a query.
@@ -192,7 +209,7 @@ class LiveSet {
  private:
   // insert() found obj's address in slot s: a dead slot comes back to life (the churn case: a
   // block freed a moment ago is reused), a live one is overwritten and returned in *replaced.
-  bool takeFound(LiveObject& s, LiveObject obj, LiveObject* replaced) {
+  [[gnu::always_inline]] bool takeFound(LiveObject& s, LiveObject obj, LiveObject* replaced) {
     if (s.address & kDead) {
       s = {s.address & ~kDead, obj.packed};
       --dead_;
@@ -216,14 +233,14 @@ class LiveSet {
   static constexpr uint64_t kDead = uint64_t{1} << 63;
   static constexpr uint64_t kMaxDist = 0x7FFF;
 
-  static uint64_t mix(uint64_t a) {
+  [[gnu::always_inline]] static uint64_t mix(uint64_t a) {
     a ^= a >> 29;
     a *= 0xBF58476D1CE4E5B9ull;
     a ^= a >> 32;
     return a;
   }
   // Multiply-shift range reduction: works for any capacity.
-  size_t home(uint64_t address) const {
+  [[gnu::always_inline]] size_t home(uint64_t address) const {
     return static_cast<size_t>((static_cast<U128>(mix(address)) * capacity_) >> 64);
   }
   size_t next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
@@ -231,7 +248,7 @@ class LiveSet {
   // holds `address`, live or dead. Addresses are unique among slots, so at most one bit is set;
   // none when the address is absent or lies further away (the probing loops then decide).
   // Branch-free: most lookups of the churn pattern end here without a mispredicted loop exit.
-  unsigned match4(size_t i, uint64_t address) const {
+  [[gnu::always_inline]] unsigned match4(size_t i, uint64_t address) const {
     const LiveObject* s = &slots_[i];
     return unsigned((s[0].address & kAddressMask) == address) |
            unsigned((s[1].address & kAddressMask) == address) << 1 |
@@ -246,7 +263,7 @@ class LiveSet {
   }
   // Live and dead slots fill 7/8 of the table: grow by 5/4 when the live ones alone fill more
   // than 3/4, else drop the dead ones at the same capacity (at least 1/8 of it comes free).
-  void makeRoom() {
+  [[gnu::noinline]] void makeRoom() {
     if (size_ * 4 > capacity_ * 3)
       regrow(capacity_ + capacity_ / 4 + 1);
     else
