@@ -88,81 +88,94 @@ void* consolidateCallback(void*) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The tracked live set: open addressing, linear probing, backward-shift deletion. Keys are object
-// addresses; bit 0 marks an object of the GC_debug_* family (its recorded address lies past a
-// debug header: the key holds the object's base). Only touched with the allocation lock held.
+// The tracked live set, as the sweep wants it: an array of keys in birth order (appending a birth
+// and visiting every object are sequential; no hashing). Keys are object addresses; bit 0 marks an
+// object of the GC_debug_* family (its recorded address lies past a debug header: the key holds
+// the object's base). Explicit frees are rare (none in Mono): each is noted with the array's size
+// at that moment and applied at the next compaction to the first birth of its key below that
+// mark, so that a later object at the same address (appended after the free) survives, and a free
+// of an object the set never held (libgc's own tables) removes nothing. Allocation lock held.
 
-class LiveSet {
+// A growable array of u64 in mmap'd memory.
+class Keys {
  public:
-  size_t size() const { return count_; }
-  size_t capacity() const { return slots_ ? mask_ + 1 : 0; }
-  uint64_t slot(size_t i) const { return slots_[i]; }
-
-  bool insert(uint64_t key) {
-    if ((count_ + 1) * 2 > capacity() && !grow()) return false;
-    size_t i = hash(key) & mask_;
-    while (slots_[i]) {
-      if (slots_[i] == key) return false;
-      i = (i + 1) & mask_;
-    }
-    slots_[i] = key;
-    ++count_;
+  size_t size() const { return size_; }
+  uint64_t* data() { return data_; }
+  uint64_t& operator[](size_t i) { return data_[i]; }
+  bool push(uint64_t k) {
+    if (size_ == cap_ && !grow(size_ + 1)) return false;
+    data_[size_++] = k;
     return true;
   }
-
-  bool erase(uint64_t key) {
-    if (!slots_) return false;
-    size_t i = hash(key) & mask_;
-    while (slots_[i] != key) {
-      if (!slots_[i]) return false;
-      i = (i + 1) & mask_;
-    }
-    // Backward shift: move later members of the cluster into the hole when their home allows.
-    for (size_t j = (i + 1) & mask_; slots_[j]; j = (j + 1) & mask_) {
-      size_t home = hash(slots_[j]) & mask_;
-      if (((j - home) & mask_) >= ((j - i) & mask_)) {
-        slots_[i] = slots_[j];
-        i = j;
-      }
-    }
-    slots_[i] = 0;
-    --count_;
-    return true;
-  }
-
-  void clear() {
-    if (slots_) std::memset(slots_, 0, capacity() * sizeof(uint64_t));
-    count_ = 0;
-  }
+  bool reserve(size_t n) { return n <= cap_ || grow(n); }
+  void truncate(size_t n) { size_ = n; }
 
  private:
-  // The 256 granules (16 bytes) of a 4 KiB heap block stay side by side in the table, blocks are
-  // scattered: inserts of objects allocated one after another, and the sweep's GC_base /
-  // GC_is_marked calls in slot order, touch one table line and one block header for many objects
-  // in a row (a fully mixing hash made each of them a cache miss).
-  static size_t hash(uint64_t k) {
-    return (((k >> 12) * 0x9E3779B97F4A7C15ull) >> 24 << 8) | ((k >> 4) & 0xFF);
-  }
-  bool grow() {
-    size_t cap = slots_ ? capacity() * 2 : (1u << 16);
-    auto* fresh = static_cast<uint64_t*>(mapBytes(cap * sizeof(uint64_t)));
-    if (!fresh) return false;
-    uint64_t* old = slots_;
-    size_t oldCap = slots_ ? capacity() : 0;
-    slots_ = fresh;
-    mask_ = cap - 1;
-    count_ = 0;
-    for (size_t i = 0; i < oldCap; ++i)
-      if (old[i]) insert(old[i]);
-    if (old) munmap(old, oldCap * sizeof(uint64_t));
+  bool grow(size_t need) {
+    size_t cap = cap_ ? cap_ : 1u << 16;
+    while (cap < need) cap *= 2;
+    void* p = data_ ? mremap(data_, cap_ * sizeof(uint64_t), cap * sizeof(uint64_t), MREMAP_MAYMOVE)
+                    : mapBytes(cap * sizeof(uint64_t));
+    if (!p || p == MAP_FAILED) return false;
+    data_ = static_cast<uint64_t*>(p);
+    cap_ = cap;
     return true;
   }
-  uint64_t* slots_ = nullptr;
-  size_t mask_ = 0;
-  size_t count_ = 0;
+  uint64_t* data_ = nullptr;
+  size_t size_ = 0, cap_ = 0;
 };
 
-LiveSet g_live;
+Keys g_live;
+// Explicit frees not yet applied, as pairs (key, g_live's size when it was freed).
+Keys g_freed;
+
+// Applies the pending frees to g_live (order kept). The frees sorted by (key, mark) and a small
+// open-addressing index from key to its first pair; each birth of a freed key takes the first
+// pending free of that key whose mark lies above it, frees whose mark lies at or below it are
+// stale (the object was never tracked) and dropped.
+void applyFrees() {
+  size_t nf = g_freed.size() / 2;
+  if (nf == 0) return;
+  struct Pair {
+    uint64_t key, mark;
+  };
+  auto* pairs = reinterpret_cast<Pair*>(g_freed.data());
+  std::sort(pairs, pairs + nf, [](const Pair& x, const Pair& y) {
+    return x.key != y.key ? x.key < y.key : x.mark < y.mark;
+  });
+  size_t cap = 16;
+  while (cap < nf * 2) cap *= 2;
+  // Slot: index of the key's next pending pair + 1 (0: empty).
+  auto* index = static_cast<uint64_t*>(mapBytes(cap * sizeof(uint64_t)));
+  if (!index) return;  // out of memory: the frees wait for the next compaction
+  auto home = [&](uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); };
+  for (size_t i = 0; i < nf; ++i) {
+    if (i && pairs[i].key == pairs[i - 1].key) continue;
+    size_t h = home(pairs[i].key);
+    while (index[h]) h = (h + 1) & (cap - 1);
+    index[h] = i + 1;
+  }
+  size_t out = 0;
+  for (size_t i = 0, n = g_live.size(); i < n; ++i) {
+    uint64_t k = g_live[i];
+    size_t h = home(k);
+    while (index[h] && pairs[index[h] - 1].key != k) h = (h + 1) & (cap - 1);
+    bool freed = false;
+    if (index[h]) {
+      size_t at = index[h] - 1;
+      while (at < nf && pairs[at].key == k && pairs[at].mark <= i) ++at;  // stale frees
+      if (at < nf && pairs[at].key == k) {
+        freed = true;
+        ++at;
+      }
+      index[h] = at + 1;  // the key's next pending free (past its pairs: harmless)
+    }
+    if (!freed) g_live[out++] = k;
+  }
+  g_live.truncate(out);
+  g_freed.truncate(0);
+  munmap(index, cap * sizeof(uint64_t));
+}
 
 // Allocation lock held.
 void consolidateLocked() {
@@ -172,7 +185,8 @@ void consolidateLocked() {
     for (;;) {
       BirthBlock* blk = b->read;
       uint32_t n = blk->used.load(std::memory_order_acquire);
-      for (uint32_t i = b->readPos; i < n; ++i) g_live.insert(blk->addresses[i]);
+      if (g_live.reserve(g_live.size() + (n - b->readPos)))
+        for (uint32_t i = b->readPos; i < n; ++i) g_live.push(blk->addresses[i]);
       b->readPos = n;
       BirthBlock* next = blk->next.load(std::memory_order_acquire);
       if (n < kBlockEntries || !next) break;
@@ -196,10 +210,13 @@ void consolidateLocked() {
 }
 
 // An object the set never held (libgc's own tables) is not an error: its Free record is in the
-// log, and replay counts it as an unknown free.
+// log, and replay counts it as an unknown free; here its free removes nothing (applyFrees).
 void* eraseCallback(void* key) {
   consolidateLocked();
-  g_live.erase(reinterpret_cast<uint64_t>(key));
+  g_freed.push(reinterpret_cast<uint64_t>(key));
+  g_freed.push(g_live.size());
+  // Many frees and no collection (GC_disable): apply them now and then, so memory stays bounded.
+  if (g_freed.size() / 2 > (1u << 20) && g_freed.size() / 2 > g_live.size() / 4) applyFrees();
   return nullptr;
 }
 
@@ -227,7 +244,8 @@ void afterForkChild() {
   // The child records into its own log: objects inherited from the parent were not born there.
   g_births.store(nullptr, std::memory_order_relaxed);  // the parent's queues stay mapped, unused
   t_births = nullptr;
-  g_live.clear();
+  g_live.truncate(0);
+  g_freed.truncate(0);
   g_stackCount = 0;
 }
 
@@ -286,6 +304,7 @@ void untrack(uint64_t key) {
 
 size_t sweep(uint64_t debugOffset) {
   consolidateLocked();
+  applyFrees();
   if (g_collectedCap < g_live.size()) {
     if (g_collected) munmap(g_collected, g_collectedCap * sizeof(uint64_t));
     g_collectedCap = std::max<size_t>(g_live.size() * 2, 1u << 16);
@@ -297,17 +316,17 @@ size_t sweep(uint64_t debugOffset) {
   }
   auto* base = g_collector.base;
   auto* isMarked = g_collector.isMarked;
-  size_t n = 0;
-  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i) {
-    uint64_t key = g_live.slot(i);
-    if (!key) continue;
+  // One pass: the collected go to the buffer, the survivors move down in place.
+  size_t n = 0, kept = 0;
+  for (size_t i = 0, total = g_live.size(); i < total; ++i) {
+    uint64_t key = g_live[i];
     auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-    if (base(p) != p || !isMarked(p)) g_collected[n++] = key;
+    if (base(p) != p || !isMarked(p))
+      g_collected[n++] = (key & 1) ? (key & ~uint64_t{1}) + debugOffset : key;
+    else
+      g_live[kept++] = key;
   }
-  for (size_t i = 0; i < n; ++i) {
-    g_live.erase(g_collected[i]);
-    if (g_collected[i] & 1) g_collected[i] = (g_collected[i] & ~uint64_t{1}) + debugOffset;
-  }
+  g_live.truncate(kept);
   return n;
 }
 
@@ -351,11 +370,10 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
   // Sizes once (into the collected-address buffer, free again once emitCollected copied it).
   if (g_collectedCap < g_live.size()) return;
   size_t count = 0, bytes = 0;
-  for (size_t i = 0, cap = g_live.capacity(); i < cap; ++i)
-    if (uint64_t key = g_live.slot(i)) {
-      g_collected[count] = size(reinterpret_cast<void*>(key & ~uint64_t{1}));
-      bytes += g_collected[count++];
-    }
+  for (size_t i = 0; i < g_live.size(); ++i) {
+    g_collected[count] = size(reinterpret_cast<void*>(g_live[i] & ~uint64_t{1}));
+    bytes += g_collected[count++];
+  }
   size_t objects = count;
   for (size_t i = 0; i < nroots; ++i) bytes += roots[i].size;
   count += nroots;
@@ -381,12 +399,10 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
     off += len;
     ++k;
   };
-  size_t j = 0;
-  for (size_t i = 0, cap = g_live.capacity(); i < cap && j < objects; ++i)
-    if (uint64_t key = g_live.slot(i)) {
-      auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-      put(reinterpret_cast<uint64_t>(p), p, g_collected[j++], log::SegmentKind::kObject);
-    }
+  for (size_t i = 0; i < objects; ++i) {
+    auto* p = reinterpret_cast<void*>(g_live[i] & ~uint64_t{1});
+    put(reinterpret_cast<uint64_t>(p), p, g_collected[i], log::SegmentKind::kObject);
+  }
   for (size_t i = 0; i < nroots; ++i)
     put(roots[i].address, reinterpret_cast<const void*>(roots[i].address), roots[i].size,
         roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
