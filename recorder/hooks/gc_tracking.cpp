@@ -3,6 +3,7 @@
 #include "gc_tracking.h"
 
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -403,11 +404,22 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
     auto* p = reinterpret_cast<void*>(g_live[i] & ~uint64_t{1});
     put(reinterpret_cast<uint64_t>(p), p, g_collected[i], log::SegmentKind::kObject);
   }
-  for (size_t i = 0; i < nroots; ++i)
-    put(roots[i].address, reinterpret_cast<const void*>(roots[i].address), roots[i].size,
-        roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
-            ? log::SegmentKind::kThreadStack
-            : log::SegmentKind::kStaticRoot);
+  // Roots and stacks are ranges the runtime told us about, not memory the collector owns: one may
+  // be gone already (a root unregistered late, a thread's stack unmapped). Copied through the
+  // kernel, which reports a fault instead of raising one; a range is kept up to where it stops.
+  for (size_t i = 0; i < nroots; ++i) {
+    iovec local{reinterpret_cast<uint8_t*>(d) + off, static_cast<size_t>(roots[i].size)};
+    iovec remote{reinterpret_cast<void*>(roots[i].address), static_cast<size_t>(roots[i].size)};
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (got <= 0) continue;
+    out[k] = {roots[i].address, static_cast<uint64_t>(got), off,
+              static_cast<uint8_t>(roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
+                                       ? log::SegmentKind::kThreadStack
+                                       : log::SegmentKind::kStaticRoot),
+              {}};
+    off += static_cast<uint64_t>(got);
+    ++k;
+  }
   d->count = k;
   d->copyBytes = off - header;
   d->copyNs = monotonicNs() - t0;

@@ -63,7 +63,7 @@ using log::RootSource;
 #define HEAPMAN_MONO_API(X)                                                                     \
   X(mono_profiler_create) X(mono_profiler_enable_allocations)                                   \
   X(mono_profiler_set_gc_allocation_callback) X(mono_profiler_set_gc_event_callback)            \
-  X(mono_profiler_set_gc_resize_callback) X(mono_profiler_set_gc_root_register_callback)        \
+  X(mono_profiler_set_gc_root_register_callback)        \
   X(mono_profiler_set_gc_root_unregister_callback) X(mono_profiler_set_jit_done_callback)       \
   X(mono_profiler_set_thread_started_callback) X(mono_profiler_set_thread_stopped_callback)     \
   X(mono_profiler_set_runtime_shutdown_end_callback)                                            \
@@ -74,7 +74,7 @@ using log::RootSource;
   X(mono_object_get_class) X(mono_object_get_size) X(mono_class_get_type)                       \
   X(mono_type_get_name) X(mono_class_instance_size) X(mono_class_is_valuetype)                  \
   X(mono_method_full_name) X(mono_free) X(mono_jit_info_get_code_start)                         \
-  X(mono_jit_info_get_code_size)
+  X(mono_jit_info_get_code_size) X(mono_gc_get_heap_size) X(mono_gc_get_used_size)
 
 struct MonoApi {
 #define HEAPMAN_MONO_FIELD(fn) decltype(&::fn) fn = nullptr;
@@ -401,7 +401,6 @@ void onThreadStopped(MonoProfiler*, uintptr_t) {
 
 uint32_t g_gcNumber = 0;
 uint64_t g_gcStartNs = 0;
-std::atomic<uint64_t> g_heapSize{0};  // last gc_resize
 
 RootSetEntry* g_roots = nullptr;  // kMaxRoots + kMaxThreads entries, mmap'd once
 
@@ -434,7 +433,7 @@ void onGcStart() {
   if (!r) return;
   if (RawEvent* e = begin(r, Kind::kGcBegin, 0, 0)) {
     e->a = g_gcNumber;
-    e->b = g_heapSize.load(std::memory_order_relaxed);
+    e->b = static_cast<uint64_t>(m.mono_gc_get_heap_size());
     commit(r, e);
   }
 }
@@ -448,16 +447,20 @@ void onGcEnd() {
   gc::emitRootSet(r, g_gcNumber, g_roots, roots);
   if (gc::dumpThisGc(g_gcNumber)) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
   if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
+    auto heap = static_cast<uint64_t>(m.mono_gc_get_heap_size());
+    auto used = static_cast<uint64_t>(m.mono_gc_get_used_size());
     e->a = g_gcNumber;
-    e->b = g_heapSize.load(std::memory_order_relaxed);
-    e->c = 0;  // free bytes: the fork's getters take the lock we are called under
+    e->b = heap;
+    e->c = heap > used ? heap - used : 0;
     e->extra = monotonicNs() - g_gcStartNs;
     commit(r, e);
   }
 }
 
 // START and END come with the collector's lock held and the world running; the stop/start-world
-// events are left alone (the world may be stopped: no lock, no allocation there).
+// events are left alone (the world may be stopped: no lock, no allocation there). Heap and used
+// size: mono_gc_get_heap_size / _used_size read the fork's counters without taking the lock
+// (Mono 6.8; unlike libgc 8.2's GC_get_heap_usage_safe, which would deadlock here).
 void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool) {
   if (!g_on.load(std::memory_order_relaxed) || !g.active.load(std::memory_order_relaxed)) return;
   if (event != MONO_GC_EVENT_START && event != MONO_GC_EVENT_END) return;
@@ -470,8 +473,6 @@ void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool) {
     onGcEnd();
   gc::t_inCallback = was;
 }
-
-void onGcResize(MonoProfiler*, uintptr_t size) { g_heapSize.store(size, std::memory_order_relaxed); }
 
 // The runtime is going away; the recorder finishes at exit as usual. Nothing may be recorded
 // from Mono's callbacks once its structures are torn down.
@@ -548,7 +549,6 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   m.mono_profiler_enable_allocations();
   m.mono_profiler_set_gc_allocation_callback(h, onAllocation);
   m.mono_profiler_set_gc_event_callback(h, onGcEvent);
-  m.mono_profiler_set_gc_resize_callback(h, onGcResize);
   m.mono_profiler_set_gc_root_register_callback(h, onRootRegister);
   m.mono_profiler_set_gc_root_unregister_callback(h, onRootUnregister);
   m.mono_profiler_set_jit_done_callback(h, onJitDone);

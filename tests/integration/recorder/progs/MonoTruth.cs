@@ -10,6 +10,8 @@
 //   stacks                            allocations of Leaf under Chain.A -> B -> C, after an
 //                                     exception unwound through other frames: "leaves COUNT"
 //   events                            HeapMan events and frames in a known order
+//   dump N                            N Probe[16] arrays kept alive, element j of array i holding
+//                                     i * 16 + j: lines "object ADDRESS I"; then a collection
 //
 // Build: mcs -unsafe MonoTruth.cs HeapMan.cs
 using System;
@@ -196,10 +198,27 @@ namespace Truth
             Console.WriteLine("events first second third frames 2");
         }
 
+        static readonly List<Probe[]> Dumped = new List<Probe[]>();
+
+        static void Dump(int n)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                var p = new Probe[16];
+                for (int j = 0; j < 16; j++) p[j].V = i * 16 + j;
+                Dumped.Add(p);
+                Console.WriteLine("object 0x" + AddressOf(p).ToString("x") + " " + i);
+            }
+            GC.Collect();
+        }
+
         static void Main(string[] args)
         {
             switch (args[0])
             {
+                case "dump":
+                    Dump(int.Parse(args[1]));
+                    break;
                 case "truth":
                     Truth(int.Parse(args[1]), int.Parse(args[2]), int.Parse(args[3]));
                     break;
