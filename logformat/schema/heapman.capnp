@@ -204,3 +204,26 @@ struct Lost {
   thread @1 :UInt32;
   reason @2 :Text;
 }
+
+enum GcHandleType {
+  weak @0;                        # cleared when the object becomes unreachable
+  weakTrackResurrection @1;       # cleared when the collector frees it (after finalization)
+  normal @2;                      # a strong root
+  pinned @3;
+  other @4;
+}
+
+# ExtKind 16 (event): a GC handle created or deleted (Mono: GCHandle.Alloc/Free, WeakReference,
+# the runtime's own handles).
+struct GcHandle {
+  handle @0 :UInt32;
+  type @1 :GcHandleType;
+  address @2 :UInt64;             # the object it names (creation); 0 on deletion
+  created @3 :Bool;
+}
+
+# ExtKind 17 (event): the collector found an object with a finalizer unreachable and its finalizer
+# is about to run (Mono's gc_finalizing_object); the object is freed by a later collection.
+struct Finalize {
+  address @0 :UInt64;
+}

@@ -244,6 +244,10 @@ HEAPMAN_BODY(ModuleUnload, b.setBase(r.base))
 HEAPMAN_BODY(JitRange, b.setMethodId(r.methodId); b.setCodeStart(r.codeStart);
              b.setCodeSize(r.codeSize))
 HEAPMAN_BODY(Lost, b.setCount(r.count); b.setThread(r.lostThread); b.setReason(textOf(r.reason)))
+HEAPMAN_BODY(GcHandle, b.setHandle(r.handle);
+             b.setType(static_cast<s::GcHandleType>(std::min<uint8_t>(static_cast<uint8_t>(r.type), 4)));
+             b.setAddress(r.address); b.setCreated(r.created))
+HEAPMAN_BODY(Finalize, b.setAddress(r.address))
 #undef HEAPMAN_BODY
 
 std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,
@@ -313,6 +317,15 @@ std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,
         auto r = m.getRoot<s::Lost>();
         return Lost{ev, r.getCount(), r.getThread(), text(r.getReason())};
       }
+      case ExtKind::kGcHandle: {
+        auto r = m.getRoot<s::GcHandle>();
+        auto type = static_cast<uint16_t>(r.getType());
+        return GcHandle{ev, r.getHandle(),
+                        type <= 4 ? static_cast<GcHandleType>(type) : GcHandleType::kOther,
+                        r.getAddress(), r.getCreated()};
+      }
+      case ExtKind::kFinalize:
+        return Finalize{ev, m.getRoot<s::Finalize>().getAddress()};
     }
     return std::nullopt;
   });

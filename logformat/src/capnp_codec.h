@@ -33,6 +33,8 @@ std::vector<uint8_t> encodeBody(const ModuleLoad& r);
 std::vector<uint8_t> encodeBody(const ModuleUnload& r);
 std::vector<uint8_t> encodeBody(const JitRange& r);
 std::vector<uint8_t> encodeBody(const Lost& r);
+std::vector<uint8_t> encodeBody(const GcHandle& r);
+std::vector<uint8_t> encodeBody(const Finalize& r);
 
 // nullopt: a kind this reader does not know (skipped by length).
 std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,

@@ -44,12 +44,24 @@ const char* rootSourceName(RootSource s) {
   return "unknown";
 }
 
+const char* gcHandleTypeName(GcHandleType t) {
+  switch (t) {
+    case GcHandleType::kWeak: return "weak";
+    case GcHandleType::kWeakTrackResurrection: return "weak_track_resurrection";
+    case GcHandleType::kNormal: return "normal";
+    case GcHandleType::kPinned: return "pinned";
+    case GcHandleType::kOther: return "other";
+  }
+  return "unknown";
+}
+
 const char* recordKindName(size_t kindIndex) {
   static constexpr const char* kNames[] = {
       "alloc",      "free",        "realloc",      "stack_node",   "collected",
       "string",     "type_def",    "method_def",   "gc_begin",     "gc_end",
       "root_range", "root_set",    "custom_event", "frame_mark",   "thread_start",
-      "thread_stop", "module_load", "module_unload", "jit_range",  "lost"};
+      "thread_stop", "module_load", "module_unload", "jit_range",  "lost",
+      "gc_handle",  "finalize"};
   static_assert(std::size(kNames) == kRecordKindCount, "one name per Record alternative");
   return kindIndex < kRecordKindCount ? kNames[kindIndex] : "?";
 }

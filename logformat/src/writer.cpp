@@ -410,6 +410,16 @@ void LogWriter::write(const Lost& r) {
   writeExtended(ExtKind::kLost, &r.ev, detail::encodeBody(r));
 }
 
+void LogWriter::write(const GcHandle& r) {
+  if (!ok_ || finished_) return;
+  writeExtended(ExtKind::kGcHandle, &r.ev, detail::encodeBody(r));
+}
+
+void LogWriter::write(const Finalize& r) {
+  if (!ok_ || finished_) return;
+  writeExtended(ExtKind::kFinalize, &r.ev, detail::encodeBody(r));
+}
+
 void LogWriter::write(const Record& r) {
   std::visit([this](const auto& x) { write(x); }, r);
 }

@@ -41,6 +41,9 @@ enum class Kind : uint8_t {
   kTypeDef = 17,     // a = class handle (MonoClass*), b = instance size; extra bytes: the name
   kMethodDef = 18,   // a = method handle (MonoMethod*), b = code start, c = code size (0: not
                      // compiled code, a definition only); extra bytes: the full name
+  kGcHandle = 19,    // a = handle, b = object address, c = 1 created / 0 deleted,
+                     // heap = log::GcHandleType
+  kFinalize = 20,    // a = object address (its finalizer is about to run)
   kPad = 0xFF,       // filler to the end of the buffer
 };
 

@@ -466,6 +466,13 @@ class Writer {
         if (e->c) log_->write(JitRange{ev, id, e->b, e->c});
         break;
       }
+      case Kind::kGcHandle:
+        log_->write(GcHandle{ev, static_cast<uint32_t>(e->a), static_cast<GcHandleType>(e->heap),
+                             e->b, e->c != 0});
+        break;
+      case Kind::kFinalize:
+        log_->write(Finalize{ev, e->a});
+        break;
       case Kind::kNop:  // a failed realloc: no record, but its frames fill a stack slot
         stack();
         break;

@@ -14,7 +14,8 @@
 //   (Mono forwards no RECLAIM event; at END finalizable objects are already resurrected), the
 //   root set, the RAM dump the policy asks for, and GcEnd;
 // - root registrations and unregistrations with their source and name, threads' stack ranges
-//   (thread_started runs on the new thread), JIT'ed methods with their code ranges.
+//   (thread_started runs on the new thread), JIT'ed methods with their code ranges, GC handles
+//   created and deleted, objects whose finalizer is about to run.
 //
 // Managed stacks. Walking them with mono_stack_walk_no_il costs ~1.9 us per allocation, and a
 // native unwind does not reach JIT frames. Instead each thread keeps a shadow stack of method
@@ -67,6 +68,8 @@ using log::RootSource;
   X(mono_profiler_set_gc_root_unregister_callback) X(mono_profiler_set_jit_done_callback)       \
   X(mono_profiler_set_thread_started_callback) X(mono_profiler_set_thread_stopped_callback)     \
   X(mono_profiler_set_runtime_shutdown_end_callback)                                            \
+  X(mono_profiler_set_gc_handle_created_callback) X(mono_profiler_set_gc_handle_deleted_callback) \
+  X(mono_profiler_set_gc_finalizing_object_callback)                                            \
   X(mono_profiler_set_call_instrumentation_filter_callback)                                     \
   X(mono_profiler_set_method_enter_callback) X(mono_profiler_set_method_leave_callback)         \
   X(mono_profiler_set_method_tail_call_callback)                                                \
@@ -396,6 +399,45 @@ void onThreadStopped(MonoProfiler*, uintptr_t) {
     }
 }
 
+// GC handles (GCHandle.Alloc/Free, WeakReference, the runtime's own) and finalizations (the
+// collector found the object unreachable; a later collection frees it).
+void emitPlain(Kind kind, uint8_t heap, uint64_t a, uint64_t b, uint64_t c) {
+  if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
+  Guard guard;
+  Ring* r = threadRing();
+  if (!r) return;
+  if (RawEvent* e = begin(r, kind, 0, 0)) {
+    e->heap = heap;
+    e->a = a;
+    e->b = b;
+    e->c = c;
+    commit(r, e);
+  }
+}
+
+uint8_t handleTypeOf(MonoGCHandleType t) {
+  switch (t) {
+    case MONO_GC_HANDLE_WEAK: return static_cast<uint8_t>(log::GcHandleType::kWeak);
+    case MONO_GC_HANDLE_WEAK_TRACK_RESURRECTION:
+      return static_cast<uint8_t>(log::GcHandleType::kWeakTrackResurrection);
+    case MONO_GC_HANDLE_NORMAL: return static_cast<uint8_t>(log::GcHandleType::kNormal);
+    case MONO_GC_HANDLE_PINNED: return static_cast<uint8_t>(log::GcHandleType::kPinned);
+    default: return static_cast<uint8_t>(log::GcHandleType::kOther);
+  }
+}
+
+void onHandleCreated(MonoProfiler*, uint32_t handle, MonoGCHandleType type, MonoObject* obj) {
+  emitPlain(Kind::kGcHandle, handleTypeOf(type), handle, reinterpret_cast<uint64_t>(obj), 1);
+}
+
+void onHandleDeleted(MonoProfiler*, uint32_t handle, MonoGCHandleType type) {
+  emitPlain(Kind::kGcHandle, handleTypeOf(type), handle, 0, 0);
+}
+
+void onFinalizing(MonoProfiler*, MonoObject* obj) {
+  emitPlain(Kind::kFinalize, 0, reinterpret_cast<uint64_t>(obj), 0, 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Collections.
 
@@ -555,6 +597,9 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   m.mono_profiler_set_thread_started_callback(h, onThreadStarted);
   m.mono_profiler_set_thread_stopped_callback(h, onThreadStopped);
   m.mono_profiler_set_runtime_shutdown_end_callback(h, onShutdownEnd);
+  m.mono_profiler_set_gc_handle_created_callback(h, onHandleCreated);
+  m.mono_profiler_set_gc_handle_deleted_callback(h, onHandleDeleted);
+  m.mono_profiler_set_gc_finalizing_object_callback(h, onFinalizing);
   if (g_stacks) {
     m.mono_profiler_set_call_instrumentation_filter_callback(h, onFilter);
     m.mono_profiler_set_method_enter_callback(h, onEnter);

@@ -29,7 +29,10 @@ struct ManagedLog {
   std::vector<std::string> order;           // event names and "#frame" for frame marks, in order
   uint64_t gcBegins = 0, gcEnds = 0, rootSets = 0, jitRanges = 0, collectedUnknown = 0;
   uint64_t nativeAllocs = 0;
+  std::vector<GcHandle> handles;
+  std::vector<Finalize> finalized;
   std::set<RootSource> rootSources;          // of RootRange records
+  std::map<uint32_t, std::string> strings;   // LogString id -> text
   Header header;
 
   std::string typeOf(const Alloc& a) const {
@@ -68,6 +71,8 @@ ManagedLog readManagedLog(const std::string& path) {
       m.deathGc.push_back(0);
     } else if constexpr (std::is_same_v<T, TypeDef>) {
       m.types[r.id] = r.name;
+    } else if constexpr (std::is_same_v<T, LogString>) {
+      m.strings[r.id] = r.text;
     } else if constexpr (std::is_same_v<T, MethodDef>) {
       m.methods[r.id] = r.name;
     } else if constexpr (std::is_same_v<T, StackNode>) {
@@ -96,6 +101,10 @@ ManagedLog readManagedLog(const std::string& path) {
       ++m.jitRanges;
     } else if constexpr (std::is_same_v<T, CustomEvent>) {
       m.events.push_back(r);
+    } else if constexpr (std::is_same_v<T, GcHandle>) {
+      m.handles.push_back(r);
+    } else if constexpr (std::is_same_v<T, Finalize>) {
+      m.finalized.push_back(r);
     }
   });
   // Event names (LogString ids) and their place among frame marks.
@@ -157,6 +166,33 @@ void checkProbes(const std::string& out, const ManagedLog& log) {
   INFO(first);
   CHECK(wrong == 0);
   CHECK(died * 10 >= probes * 7);  // most probes died: the check is about real collections
+
+  // Each probe's WeakReference is a weak-track-resurrection GC handle on it, created once.
+  std::map<uint64_t, uint64_t> weakHandles;
+  for (const GcHandle& h : log.handles)
+    if (h.created && h.type == GcHandleType::kWeakTrackResurrection) ++weakHandles[h.address];
+  size_t probeHandles = 0;
+  for (auto& [address, fates] : truth) probeHandles += std::min<uint64_t>(weakHandles[address], fates.size());
+  CHECK(probeHandles == probes);
+
+  // Finalizers the program saw run before its "finalized" event: the log announced each of them.
+  uint64_t programFinalized = 0;
+  for (const std::string& l : lines(out)) {
+    std::vector<std::string> f = fields(l);
+    if (f.size() == 2 && f[0] == "finalized") programFinalized = number(f[1]);
+  }
+  uint64_t eventSeq = UINT64_MAX;
+  for (const CustomEvent& e : log.events)
+    if (log.strings.count(e.nameId) && log.strings.at(e.nameId) == "finalized") eventSeq = e.ev.seq;
+  REQUIRE(eventSeq != UINT64_MAX);
+  std::set<uint64_t> finalizableAddresses;
+  for (const Alloc& a : log.allocs)
+    if (log.typeOf(a) == "Truth.Finalizable") finalizableAddresses.insert(a.address);
+  uint64_t logFinalized = 0;
+  for (const Finalize& f : log.finalized)
+    logFinalized += f.ev.seq < eventSeq && finalizableAddresses.count(f.address);
+  CHECK(programFinalized > 0);
+  CHECK(logFinalized >= programFinalized);
 }
 
 }  // namespace
@@ -206,11 +242,12 @@ TEST_CASE("mono: classes, stacks, events and collected sets of one thread", "[re
   CHECK(rightStacks == leaves);
 
   // Events and frames in program order, each event with the managed stack that raised it.
-  std::vector<std::string> expected{"first", "#frame", "second", "#frame", "third"};
+  // (then the truth part's "finalized")
+  std::vector<std::string> expected{"first", "#frame", "second", "#frame", "third", "finalized"};
   CHECK(log.order == expected);
-  REQUIRE(log.events.size() == 3);
+  REQUIRE(log.events.size() == 4);
   CHECK(log.events[1].payload == std::vector<uint8_t>{1, 2, 3, 4});
-  for (const CustomEvent& e : log.events) {
+  for (const CustomEvent& e : std::vector<CustomEvent>(log.events.begin(), log.events.begin() + 3)) {
     std::vector<std::string> f = log.frames(e.stackId);
     CHECK(std::find(f.begin(), f.end(), "Truth.Program:Events ()") != f.end());
   }

@@ -160,6 +160,11 @@ std::vector<Record> edgeRecords() {
   r.push_back(Lost{e(), 17, 3, "ring buffer full"});
   r.push_back(Lost{e(), 0, 0, ""});
   r.push_back(Lost{e(), kU64Max, kU32Max, "everything"});
+  r.push_back(GcHandle{e(), 7, GcHandleType::kWeakTrackResurrection, 0x7f00'1234'5670, true});
+  r.push_back(GcHandle{e(), kU32Max, GcHandleType::kPinned, 0, false});
+  r.push_back(GcHandle{e(), 0, GcHandleType::kOther, kU64Max, true});
+  r.push_back(Finalize{e(), 0x7f00'1234'5670});
+  r.push_back(Finalize{e(), kU64Max});
   r.push_back(ModuleUnload{e(), 0x7f00'0000'0000});
   r.push_back(ModuleUnload{e(), 0});
   r.push_back(ThreadStop{e(), 1});

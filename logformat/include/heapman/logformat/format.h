@@ -218,8 +218,10 @@ enum class ExtKind : uint32_t {
   kModuleUnload = 13, // event: ModuleUnload
   kJitRange = 14,     // event: JitRange
   kLost = 15,         // event: Lost
+  kGcHandle = 16,     // event: GcHandle (created or deleted)
+  kFinalize = 17,     // event: Finalize
 };
-inline constexpr uint32_t kExtKindMax = 15;
+inline constexpr uint32_t kExtKindMax = 17;
 // Whether an extended kind is an event (takes a sequence number, time and thread).
 bool extKindIsEvent(ExtKind k);
 

@@ -230,10 +230,35 @@ struct RamSegment {
   bool operator==(const RamSegment&) const = default;
 };
 
+enum class GcHandleType : uint8_t {
+  kWeak = 0,
+  kWeakTrackResurrection = 1,
+  kNormal = 2,
+  kPinned = 3,
+  kOther = 4,
+};
+const char* gcHandleTypeName(GcHandleType t);
+
+struct GcHandle {
+  EventCommon ev;
+  uint32_t handle = 0;
+  GcHandleType type = GcHandleType::kOther;
+  uint64_t address = 0;  // the object (creation); 0 on deletion
+  bool created = false;
+  bool operator==(const GcHandle&) const = default;
+};
+
+struct Finalize {
+  EventCommon ev;
+  uint64_t address = 0;
+  bool operator==(const Finalize&) const = default;
+};
+
 // Any record of a records chunk. Order of alternatives is stable (used as a kind index).
 using Record = std::variant<Alloc, Free, Realloc, StackNode, Collected, LogString, TypeDef,
                             MethodDef, GcBegin, GcEnd, RootRange, RootSet, CustomEvent, FrameMark,
-                            ThreadStart, ThreadStop, ModuleLoad, ModuleUnload, JitRange, Lost>;
+                            ThreadStart, ThreadStop, ModuleLoad, ModuleUnload, JitRange, Lost,
+                            GcHandle, Finalize>;
 inline constexpr size_t kRecordKindCount = std::variant_size_v<Record>;
 // Stable names, used by `heapman info` and its JSON ("alloc", "free", "gc_begin", ...).
 const char* recordKindName(size_t kindIndex);

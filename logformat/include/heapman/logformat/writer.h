@@ -85,6 +85,8 @@ class LogWriter {
   void write(const ModuleUnload& r);
   void write(const JitRange& r);
   void write(const Lost& r);
+  void write(const GcHandle& r);
+  void write(const Finalize& r);
   void write(const Record& r);
   // RAM dump segment; bytes must hold `length` bytes when hasBytes. Large ones are split.
   void write(const RamSegment& r);

@@ -30,8 +30,9 @@ namespace Truth
     // and the collector frees it (and its probe array) only at a later one.
     class Finalizable
     {
+        public static int Finalized;
         public Probe[] Payload;
-        ~Finalizable() { }
+        ~Finalizable() { Interlocked.Increment(ref Finalized); }
     }
 
     class Alpha { public int A; }
@@ -154,6 +155,9 @@ namespace Truth
                 Scan();
             }
             GC.KeepAlive(keeps);
+            // Finalizers that ran so far; the event marks the moment in the log.
+            Console.WriteLine("finalized " + Thread.VolatileRead(ref Finalizable.Finalized));
+            HeapMan.Event("finalized");
             lock (Lock)
             {
                 for (int i = 0; i < Addresses.Count; i++)
