@@ -303,6 +303,26 @@ TEST_CASE("mono: the sample game's output is unchanged, with and without stacks"
   for (const Alloc& a : withStacks.allocs)
     withStack += !withStacks.frames(a.stackId).empty() && withStacks.frames(a.stackId)[0] != "?";
   CHECK(withStack * 10 >= withStacks.allocs.size() * 9);
+  // Methods that cannot allocate are left uninstrumented (mono.cpp, mayAllocate): the stacks of
+  // the game's own objects are the same as with every method instrumented.
+  setenv("HEAPMAN_MONO_ALL_METHODS", "1", 1);
+  Recording all = record(dir, "game_all", {kMono, HMREC_MONO_GAME, "3", "200"});
+  unsetenv("HEAPMAN_MONO_ALL_METHODS");
+  requireRecorded(all);
+  ManagedLog everyMethod = readManagedLog(all.logPath);
+  auto stacksOf = [](const ManagedLog& m) {
+    std::map<std::string, uint64_t> c;
+    for (const Alloc& a : m.allocs) {
+      if (m.typeOf(a).rfind("Game.", 0) != 0) continue;
+      std::string key = m.typeOf(a);
+      for (const std::string& f : m.frames(a.stackId)) key += " <- " + f;
+      ++c[key];
+    }
+    return c;
+  };
+  CHECK(stacksOf(withStacks) == stacksOf(everyMethod));
+  CHECK(stacksOf(withStacks).size() >= 5);
+
   std::vector<std::string> levels;
   for (const std::string& e : withStacks.order)
     if (e != "#frame") levels.push_back(e);
