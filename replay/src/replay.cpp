@@ -427,7 +427,9 @@ struct Replay::Applier {
   Observer* observer;
   uint64_t skip = 0;     // records of this chunk already applied
   uint64_t visited = 0;  // records of this chunk seen
-  uint64_t applied = 0;  // events applied
+  uint64_t definitions = 0;  // records applied that are not events (rare: counted apart)
+  // Events applied: every record entered past the skipped ones is an event or a definition.
+  uint64_t applied() const { return visited - std::min(visited, skip) - definitions; }
   // Index pass only.
   std::unordered_map<uint32_t, size_t>* gcIndex = nullptr;
   std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
@@ -442,7 +444,6 @@ struct Replay::Applier {
     }
     if constexpr (IsEvent<T>) {
       if (rec.ev.seq >= limit) throw StopDecoding{};
-      ++applied;
       if constexpr (kBuild) {
         if (!sawEvent) r.tables_.firstSeq = rec.ev.seq;
         sawEvent = true;
@@ -450,6 +451,8 @@ struct Replay::Applier {
         r.tables_.endTimeNs = std::max(r.tables_.endTimeNs, rec.ev.timeNs);
         ++r.tables_.eventCount;
       }
+    } else {
+      ++definitions;
     }
     ++visited;
     return true;
@@ -766,8 +769,8 @@ void Replay::buildTables(bool withCheckpoints) {
       },
       [&](size_t k, Applier<true>& a, bool) {
         sawEvent = a.sawEvent;
-        sinceCheckpoint += a.applied;
-        stats_.eventsApplied += a.applied;
+        sinceCheckpoint += a.applied();
+        stats_.eventsApplied += a.applied();
         ++stats_.chunksDecoded;
         if (options_.progress) options_.progress(k + 1, recordChunks_.size());
         return true;
@@ -796,7 +799,7 @@ void Replay::runForward(uint64_t limit, Observer* observer) {
         return a;
       },
       [&](size_t k, Applier<false>& a, bool stopped) {
-        stats_.eventsApplied += a.applied;
+        stats_.eventsApplied += a.applied();
         ++stats_.chunksDecoded;
         if (stopped) {
           chunk_ = k;

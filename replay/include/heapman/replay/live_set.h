@@ -54,6 +54,7 @@ class LiveSet {
     dead_ = o.dead_;
     slots_.reset(new LiveObject[capacity_ + kPad]);
     std::memcpy(slots_.get(), o.slots_.get(), (capacity_ + kPad) * sizeof(LiveObject));
+    std::memcpy(recent_, o.recent_, sizeof recent_);
     return *this;
   }
   LiveSet(LiveSet&&) noexcept = default;
@@ -61,7 +62,7 @@ class LiveSet {
 
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
-  size_t memoryBytes() const { return (capacity_ + kPad) * sizeof(LiveObject); }
+  size_t memoryBytes() const { return (capacity_ + kPad) * sizeof(LiveObject) + sizeof recent_; }
 
   void clear() { rebuild(kMinCapacity); }
   // Capacity for n objects without growing.
@@ -76,9 +77,14 @@ class LiveSet {
   // Only an insert that takes a new slot (insertProbing) can fill the table, so the fast path
   // does not check for room.
   [[gnu::always_inline]] bool insert(LiveObject obj, LiveObject* replaced) {
+    uint32_t& hint = recent_[recentIndex(obj.address)];
+    if ((slots_[hint].address & kAddressMask) == obj.address)  // its slot, live or dead
+      return takeFound(slots_[hint], obj, replaced);
     size_t i = home(obj.address);
-    if (unsigned m = match4(i, obj.address))  // present, live or dead, near its home: no probing
-      return takeFound(slots_[i + static_cast<unsigned>(__builtin_ctz(m))], obj, replaced);
+    if (unsigned m = match4(i, obj.address)) {  // present, live or dead, near its home
+      hint = static_cast<uint32_t>(i + static_cast<unsigned>(__builtin_ctz(m)));
+      return takeFound(slots_[hint], obj, replaced);
+    }
     return insertProbing(i, obj, replaced);
   }
 
@@ -88,19 +94,22 @@ class LiveSet {
   // drops them.
   [[gnu::always_inline]] bool erase(uint64_t address, LiveObject* out) {
     if (address == 0) [[unlikely]]
-      return false;  // never live (and match4() would take an empty slot for it)
-    size_t i = home(address);
-    if (unsigned m = match4(i, address)) {
-      LiveObject& s = slots_[i + static_cast<unsigned>(__builtin_ctz(m))];
-      if (s.address & kDead) [[unlikely]]
-        return false;
-      *out = {address, s.packed};
-      s.address |= kDead;
-      --size_;
-      ++dead_;
-      return true;
+      return false;  // never live (and an empty slot would look like its slot)
+    uint32_t& hint = recent_[recentIndex(address)];
+    if ((slots_[hint].address & kAddressMask) != address) {
+      size_t i = home(address);
+      unsigned m = match4(i, address);
+      if (!m) return eraseProbing(i, address, out);
+      hint = static_cast<uint32_t>(i + static_cast<unsigned>(__builtin_ctz(m)));
     }
-    return eraseProbing(i, address, out);
+    LiveObject& s = slots_[hint];
+    if (s.address & kDead) [[unlikely]]
+      return false;
+    *out = {address, s.packed};
+    s.address |= kDead;
+    --size_;
+    ++dead_;
+    return true;
   }
 
  private:
@@ -265,6 +274,7 @@ class LiveSet {
     size_ = 0;
     dead_ = 0;
     slots_.reset(new LiveObject[cap + kPad]);
+    std::memset(recent_, 0, sizeof recent_);  // slot 0 exists in every table
   }
   // Live and dead slots fill 7/8 of the table: grow by 5/4 when the live ones alone fill more
   // than 3/4, else drop the dead ones at the same capacity (at least 1/8 of it comes free).
@@ -315,6 +325,17 @@ class LiveSet {
       if (old[i].address && !(old[i].address & kDead))
         insert({old[i].address & kAddressMask, old[i].packed}, &dummy);
   }
+
+  // The slot where an address with these bits was last found: a hint, checked before use (the
+  // slot must hold the address; addresses are unique among slots, so then it is that address's
+  // slot whatever moved since). malloc hands back a block freed a moment ago, so most inserts
+  // and erases of the churn log hit it and skip the hash and the 4-slot compare. Values are
+  // slot indices below capacity_ (reset when the table is rebuilt; dropDead() keeps capacity_).
+  static constexpr unsigned kRecentBits = 12;
+  static size_t recentIndex(uint64_t address) {
+    return static_cast<size_t>(address >> 4) & ((size_t{1} << kRecentBits) - 1);
+  }
+  uint32_t recent_[size_t{1} << kRecentBits];
 
   std::unique_ptr<LiveObject[]> slots_;
   size_t capacity_ = 0;
