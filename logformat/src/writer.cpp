@@ -323,10 +323,42 @@ void LogWriter::write(const StackNode& r) {
   afterRecord();
 }
 
+namespace {
+
+// Ascending addresses, for the delta encoding. A least-significant-digit radix sort over the
+// distance from the smallest address (11-bit digits: 2-3 passes for a collected set spread over
+// a few hundred MiB), several times faster than std::sort on the sets a collection produces.
+void sortAddresses(std::vector<uint64_t>& a) {
+  if (a.size() < 256) {
+    std::sort(a.begin(), a.end());
+    return;
+  }
+  auto [lo, hi] = std::minmax_element(a.begin(), a.end());
+  uint64_t base = *lo, span = *hi - *lo;
+  int bits = span ? 64 - __builtin_clzll(span) : 0;
+  constexpr int kDigit = 11;
+  std::vector<uint64_t> tmp(a.size());
+  std::vector<uint32_t> count(1u << kDigit);
+  for (int shift = 0; shift < bits; shift += kDigit) {
+    std::fill(count.begin(), count.end(), 0);
+    for (uint64_t x : a) ++count[((x - base) >> shift) & ((1u << kDigit) - 1)];
+    uint32_t sum = 0;
+    for (uint32_t& c : count) {
+      uint32_t here = c;
+      c = sum;
+      sum += here;
+    }
+    for (uint64_t x : a) tmp[count[((x - base) >> shift) & ((1u << kDigit) - 1)]++] = x;
+    a.swap(tmp);
+  }
+}
+
+}  // namespace
+
 void LogWriter::write(const Collected& r) {
   if (!ok_ || finished_) return;
   std::vector<uint64_t> sorted = r.addresses;
-  std::sort(sorted.begin(), sorted.end());
+  sortAddresses(sorted);
   size_t perRecord = std::max<uint32_t>(1, options_.maxCollectedPerRecord);
   size_t i = 0;
   do {
