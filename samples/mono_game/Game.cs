@@ -162,6 +162,8 @@ namespace Game
                 scratch[frame % 64] = frame;
                 ScoreChanged?.Invoke(level.Score);
             }
+            // Games collect between levels: what survives this is what the level leaks.
+            GC.Collect();
             HeapMan.Event("level_end");
             return hudChars;
         }
