@@ -331,13 +331,18 @@ TEST_CASE("mono: the sample game's output is unchanged, with and without stacks"
 }
 
 // RAM dumps at every collection: each kept array with the bytes the program wrote (MonoArray
-// header, then the elements), a thread stack, Mono's registered static roots.
+// header, then the elements), a thread stack, Mono's registered static roots. With the runtime's
+// own mallocs recorded too (--mono-malloc).
 TEST_CASE("mono: RAM dumps hold the live objects' bytes, roots and stacks", "[recorder][mono]") {
   TempDir dir;
   const int kObjects = 100;
   Recording rec = record(dir, "mono_dump", {kMono, HMREC_MONO_TRUTH, "dump", std::to_string(kObjects)},
-                         {"--ram-dumps", "every"});
+                         {"--ram-dumps", "every", "--mono-malloc"});
   requireRecorded(rec);
+  // --mono-malloc: the runtime's own mallocs are in the log too, beside the managed heap.
+  ManagedLog managed = readManagedLog(rec.logPath);
+  CHECK(managed.nativeAllocs > 1000);
+  CHECK(managed.allocs.size() > kObjects);
   std::map<uint64_t, uint32_t> objects;  // address -> i
   for (const std::string& l : lines(rec.result.out)) {
     std::vector<std::string> f = fields(l);
