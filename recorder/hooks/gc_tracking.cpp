@@ -303,6 +303,13 @@ void untrack(uint64_t key) {
     g_collector.callWithAllocLock(eraseCallback, reinterpret_cast<void*>(key));
 }
 
+// The direct mark-bit test (MarkLayout): checked against GC_base/GC_is_marked on every object of
+// the sweeps until 200 000 objects agreed, then trusted.
+enum class FastMarks : uint8_t { kChecking, kOn, kOff };
+FastMarks g_fastMarks = FastMarks::kChecking;
+uint32_t g_fastChecked = 0;                 // objects checked both ways
+constexpr uint32_t kFastChecks = 200000;
+
 // HEAPMAN_STATS=1: the sweep's cost, printed at exit.
 struct SweepStats {
   uint64_t sweeps = 0, objects = 0, ns = 0;
@@ -331,16 +338,59 @@ size_t sweep(uint64_t debugOffset) {
   }
   auto* base = g_collector.base;
   auto* isMarked = g_collector.isMarked;
+  auto collectedSlow = [&](void* p) { return base(p) != p || !isMarked(p); };
+  const MarkLayout& ml = g_collector.marks;
+  bool fast = ml.findHeader && g_fastMarks != FastMarks::kOff;
+  bool check = g_fastMarks == FastMarks::kChecking;
   // One pass: the collected go to the buffer, the survivors move down in place.
   size_t n = 0, kept = 0;
+  uintptr_t lastBlock = UINTPTR_MAX;
+  const uint8_t* header = nullptr;  // null: the block is not one the fast test understands
   for (size_t i = 0, total = g_live.size(); i < total; ++i) {
     uint64_t key = g_live[i];
     auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-    if (base(p) != p || !isMarked(p))
+    bool collected;
+    if (fast) {
+      // A block in use at the end of a collection holds the same object size it held when p was
+      // born there (freeing it needs p dead, reusing it needs the lock the collector holds), so p
+      // is still an object start: its mark bit decides. A free block: p is gone.
+      uintptr_t block = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
+      if (block != lastBlock) {
+        lastBlock = block;
+        auto* h = static_cast<const uint8_t*>(ml.findHeader(reinterpret_cast<void*>(block)));
+        header = reinterpret_cast<uintptr_t>(h) > 4095 ? h : nullptr;  // small: a forwarding count
+      }
+      if (!header) {
+        collected = collectedSlow(p);
+      } else {
+        void* map;
+        std::memcpy(&map, header + ml.mapOffset, sizeof map);
+        if (map == *ml.invalidMap) {
+          collected = true;
+        } else {
+          uintptr_t bit = (reinterpret_cast<uintptr_t>(p) - block) >> ml.granuleShift;
+          uint64_t word;
+          std::memcpy(&word, header + ml.marksOffset + (bit >> 6) * 8, sizeof word);
+          collected = !((word >> (bit & 63)) & 1);
+        }
+        if (check && collected != collectedSlow(p)) {
+          g_fastMarks = FastMarks::kOff;
+          fast = check = false;
+          say("the collector's mark bits are not where this build keeps them; sweeping through "
+              "GC_base/GC_is_marked");
+          collected = collectedSlow(p);
+        }
+      }
+    } else {
+      collected = collectedSlow(p);
+    }
+    if (collected)
       g_collected[n++] = (key & 1) ? (key & ~uint64_t{1}) + debugOffset : key;
     else
       g_live[kept++] = key;
   }
+  if (check && (g_fastChecked += static_cast<uint32_t>(std::min<size_t>(n + kept, 1u << 20))) >= kFastChecks)
+    g_fastMarks = FastMarks::kOn;
   g_live.truncate(kept);
   g_sweepStats.sweeps++;
   g_sweepStats.objects += n + kept;

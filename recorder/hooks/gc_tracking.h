@@ -25,12 +25,24 @@
 
 namespace heapman::rec::gc {
 
+// Where a collector build keeps a block's mark bits, for a sweep that reads them directly: the
+// block header (findHeader, one call per 4 KiB block instead of two calls per object), whose
+// `map` field equals *invalidMap once the block is free, and a mark bit per 2^granuleShift bytes
+// in words from marksOffset. Read off the build's own GC_base / GC_is_marked; the sweep checks it
+// against them on its first objects and falls back to them for good on any disagreement.
+struct MarkLayout {
+  void* (*findHeader)(void*) = nullptr;
+  void* const* invalidMap = nullptr;
+  uint32_t mapOffset = 0, marksOffset = 0, granuleShift = 0;
+};
+
 // The collector's entry points (the layer finds them with dlsym).
 struct Collector {
   void* (*base)(void*) = nullptr;
   int (*isMarked)(const void*) = nullptr;
   size_t (*size)(const void*) = nullptr;
   void* (*callWithAllocLock)(void* (*)(void*), void*) = nullptr;
+  MarkLayout marks;  // optional (findHeader null: the sweep calls base and isMarked per object)
 };
 
 // Set while this thread runs a collection callback of ours (it holds the allocation lock).

@@ -110,6 +110,15 @@ bool findApi() {
   ok = find(m.collector.size, "GC_size") && ok;
   ok = find(m.collector.callWithAllocLock, "GC_call_with_alloc_lock") && ok;
   ok = find(m.gcNo, "GC_gc_no") && ok;
+  // Mono 6.8's Boehm fork (read off its GC_base / GC_is_marked): block headers from
+  // GC_find_header, hb_map at 0x20 (GC_invalid_map once free), hb_marks words at 0x30, a mark bit
+  // per 8-byte word. Checked by the sweep before it is trusted (gc_tracking.h, MarkLayout).
+  m.collector.marks.findHeader = reinterpret_cast<void* (*)(void*)>(dlsym(RTLD_DEFAULT, "GC_find_header"));
+  m.collector.marks.invalidMap = reinterpret_cast<void* const*>(dlsym(RTLD_DEFAULT, "GC_invalid_map"));
+  if (!m.collector.marks.invalidMap) m.collector.marks.findHeader = nullptr;
+  m.collector.marks.mapOffset = 0x20;
+  m.collector.marks.marksOffset = 0x30;
+  m.collector.marks.granuleShift = 3;
   return ok;
 }
 
