@@ -1,16 +1,18 @@
 // LiveSet: the objects alive at one point of a replay, keyed by address.
 //
 // Layout: one open-addressing table of 16-byte slots {dead << 63 | distance << 48 | address,
-// birthSeq << 24 | info}, Robin Hood ordered, so it stays fast at a load factor of up to 7/8.
+// birthSeq << 24 | info}, Robin Hood ordered, so it stays fast at a load factor of up to 13/16.
 // Erase only marks the slot dead (it keeps its address and place): malloc mostly hands out a
 // block freed a moment ago, and the insert that follows finds the dead slot and revives it.
 // Both first compare the four slots from the home slot without branches (match4), so most
 // operations of a churn replay end without a probing loop and its mispredicted exit (22 -> 16 ns
 // per insert or erase on the churn log's address stream, in isolation). Inserts take dead
-// slots over on their way; when live and dead slots fill 7/8 the table grows by 5/4 (not 2), to
-// a load of 0.6-0.7, if the live ones fill 3/4, else it drops the dead ones in place. shrinkToFit()
-// rebuilds it at 0.8 when the live load has fallen below 2/3, so at rest, once it holds more than
-// a few thousand slots, it costs 18.3-24 bytes per live object. Everything else an object has
+// slots over on their way; when live and dead slots fill 13/16 the table grows by 5/4 (not 2),
+// to a load of 0.6-0.7, if the live ones fill 3/4, else it drops the dead ones in place (one
+// linear pass; dropping them at 13/16 rather than 7/8 keeps probes short: +2-3% on the churn
+// replay). shrinkToFit() rebuilds it at 0.8 when the live load has fallen below 2/3, so at rest,
+// once it holds more than a few thousand slots, it costs 18.3-24 bytes per live object, plus
+// 16 KiB of slot hints (recent_) per table. Everything else an object has
 // (heap kind, sizes, stack, type, thread) lives once per distinct combination in the replay's
 // AllocInfo dictionary; the GC epoch of birth is derived from birthSeq.
 //
@@ -67,7 +69,7 @@ class LiveSet {
   void clear() { rebuild(kMinCapacity); }
   // Capacity for n objects without growing.
   void reserve(size_t n) {
-    if ((n + dead_) * 8 > capacity_ * 7) regrow(std::max(n * 8 / 7 + 1, capacity_));
+    if ((n + dead_) * 16 > capacity_ * 13) regrow(std::max(n * 16 / 13 + 1, capacity_));
   }
 
   // Inserts or replaces (precondition: 0 < obj.address < kAddressLimit). Returns true when an
@@ -115,7 +117,7 @@ class LiveSet {
  private:
   // insert() past match4(): probe from the home slot i (Robin Hood order).
   [[gnu::noinline]] bool insertProbing(size_t i, LiveObject obj, LiveObject* replaced) {
-    if ((size_ + dead_ + 1) * 8 > capacity_ * 7) {
+    if ((size_ + dead_ + 1) * 16 > capacity_ * 13) {
       makeRoom();
       i = home(obj.address);
     }
@@ -276,8 +278,8 @@ class LiveSet {
     slots_.reset(new LiveObject[cap + kPad]);
     std::memset(recent_, 0, sizeof recent_);  // slot 0 exists in every table
   }
-  // Live and dead slots fill 7/8 of the table: grow by 5/4 when the live ones alone fill more
-  // than 3/4, else drop the dead ones at the same capacity (at least 1/8 of it comes free).
+  // Live and dead slots fill 13/16 of the table: grow by 5/4 when the live ones alone fill more
+  // than 3/4, else drop the dead ones at the same capacity (at least 1/16 of it comes free).
   [[gnu::noinline]] void makeRoom() {
     if (size_ * 4 > capacity_ * 3)
       regrow(capacity_ + capacity_ / 4 + 1);
@@ -289,9 +291,10 @@ class LiveSet {
   // Does what regrow(capacity_) did, without re-inserting every live object (which probed
   // through the new table: 60% of the rebuild work on the churn log was these drops).
   void dropDead() {
-    size_t start = 0;  // an empty slot (one exists: live and dead slots fill at most 7/8)
+    size_t start = 0;  // an empty slot (one exists: live and dead slots fill at most 13/16)
     while (slots_[start].address != 0) ++start;
-    // Positions count from `start` on without wrapping (u, home, last); slot = position mod capacity.
+    // Positions count from `start` on without wrapping (u, homePos, last); a position's slot is
+    // the position mod capacity.
     size_t last = start;  // position of the last object kept (or of an empty slot)
     for (size_t u = start + 1; u <= start + capacity_; ++u) {
       size_t i = u < capacity_ ? u : u - capacity_;
