@@ -183,6 +183,11 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_
   // before our increment gets a watermark <= our number anyway; one that reads it after
   // synchronizes with the increment and so sees busy (or the committed record).
   r->busy.store(1, std::memory_order_relaxed);
+  // Numbers and time first, then the record: a locked instruction waits for every store before
+  // it, and the record's stores go to a ring line that may still be on its way.
+  uint64_t lostSeq = r->lostPending ? g.seq.fetch_add(1, std::memory_order_acq_rel) : 0;
+  uint64_t seq = g.seq.fetch_add(seqs, std::memory_order_acq_rel);
+  uint64_t tsc = __rdtsc();
   if (r->lostPending) {
     auto* lost = reinterpret_cast<RawEvent*>(r->data + (head & mask));
     std::memset(lost, 0, sizeof(RawEvent));
@@ -190,12 +195,12 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_
     lost->kind = Kind::kLost;
     lost->a = r->lostPending;
     lost->seqs = 1;
-    lost->seq = g.seq.fetch_add(1, std::memory_order_acq_rel);
-    lost->tsc = __rdtsc();
+    lost->seq = lostSeq;
+    lost->tsc = tsc;
     r->lostPending = 0;
     head += sizeof(RawEvent);
     r->head.store(head, std::memory_order_release);
-    r->nextSeq.store(lost->seq + 1, std::memory_order_release);
+    r->nextSeq.store(lostSeq + 1, std::memory_order_release);
   }
   auto* e = reinterpret_cast<RawEvent*>(r->data + (head & mask));
   // The ring's lines were last read by the writer a whole ring ago: fetch the ones the next
@@ -208,8 +213,8 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_
   e->nframes = static_cast<uint16_t>(nframes);
   e->seqs = seqs;
   e->extraLen = extraLen;
-  e->seq = g.seq.fetch_add(seqs, std::memory_order_acq_rel);
-  e->tsc = __rdtsc();
+  e->seq = seq;
+  e->tsc = tsc;
   e->a = e->b = e->c = e->extra = 0;
   return e;
 }
