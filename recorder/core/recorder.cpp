@@ -389,29 +389,19 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
   return dwarfStack(out, max);
 }
 
-namespace {
-
-void removeSelfFromPreload() {
-  const char* pre = getenv("LD_PRELOAD");
-  if (!pre) return;
-  Dl_info info;
-  if (!dladdr(reinterpret_cast<void*>(&removeSelfFromPreload), &info) || !info.dli_fname) return;
-  const char* base = std::strrchr(info.dli_fname, '/');
-  base = base ? base + 1 : info.dli_fname;
+void removeEnvItems(const char* name, const char* separators, char joiner,
+                    bool (*drop)(const char*, size_t, const void*), const void* context) {
+  const char* value = getenv(name);
+  if (!value) return;
   char out[8192];
   size_t o = 0;
-  const char* p = pre;
-  while (*p) {
-    while (*p == ':' || *p == ' ') ++p;
+  for (const char* p = value; *p;) {
+    while (*p && std::strchr(separators, *p)) ++p;
     const char* e = p;
-    while (*e && *e != ':' && *e != ' ') ++e;
-    size_t len = static_cast<size_t>(e - p);
-    const char* slash = static_cast<const char*>(memrchr(p, '/', len));
-    const char* name = slash ? slash + 1 : p;
-    bool ours = static_cast<size_t>(e - name) == std::strlen(base) &&
-                std::strncmp(name, base, static_cast<size_t>(e - name)) == 0;
-    if (len && !ours && o + len + 1 < sizeof out) {
-      if (o) out[o++] = ':';
+    while (*e && !std::strchr(separators, *e)) ++e;
+    auto len = static_cast<size_t>(e - p);
+    if (len && !drop(p, len, context) && o + len + 1 < sizeof out) {
+      if (o) out[o++] = joiner;
       std::memcpy(out + o, p, len);
       o += len;
     }
@@ -419,9 +409,25 @@ void removeSelfFromPreload() {
   }
   out[o] = 0;
   if (o)
-    setenv("LD_PRELOAD", out, 1);
+    setenv(name, out, 1);
   else
-    unsetenv("LD_PRELOAD");
+    unsetenv(name);
+}
+
+namespace {
+
+void removeSelfFromPreload() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void*>(&removeSelfFromPreload), &info) || !info.dli_fname) return;
+  const char* base = std::strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  removeEnvItems("LD_PRELOAD", ": ", ':', [](const char* item, size_t len, const void* context) {
+    const char* self = static_cast<const char*>(context);
+    const char* slash = static_cast<const char*>(memrchr(item, '/', len));
+    const char* name = slash ? slash + 1 : item;
+    size_t n = static_cast<size_t>(item + len - name);
+    return n == std::strlen(self) && std::strncmp(name, self, n) == 0;
+  }, base);
 }
 
 // The executable segment holding `code`: [low, high).

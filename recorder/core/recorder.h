@@ -174,6 +174,12 @@ void initMono() __attribute__((weak));
 RawEvent* beginWithManagedStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen)
     __attribute__((weak));
 
+// Removes from the environment variable `name` the items (separated by any of `separators`) for
+// which drop(item, length, context) is true, joining the rest with `joiner`; unsets it if none
+// is left. Without allocating from the hooked heap (a stack buffer; setenv copies).
+void removeEnvItems(const char* name, const char* separators, char joiner,
+                    bool (*drop)(const char* item, size_t len, const void* context), const void* context);
+
 // hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
 void installCrashHandlers();
 

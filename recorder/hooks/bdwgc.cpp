@@ -48,7 +48,6 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -253,24 +252,13 @@ constexpr int kMaxRegistered = 4096;
 Range g_registered[kMaxRegistered];
 int g_registeredCount = 0;
 std::atomic<bool> g_registeredLock{false};
-struct SpinLock {
-  SpinLock() {
-    while (g_registeredLock.exchange(true, std::memory_order_acquire)) _mm_pause();
-  }
-  ~SpinLock() { g_registeredLock.store(false, std::memory_order_release); }
+struct SpinLock : gc::SpinLock {
+  SpinLock() : gc::SpinLock(g_registeredLock) {}
 };
 
 void recordRootRange(uint64_t low, uint64_t high, bool added) {
   Guard guard;
-  Ring* r = threadRing();
-  if (!r) return;
-  if (RawEvent* e = begin(r, Kind::kRootRange, 0, 0)) {
-    e->heap = static_cast<uint8_t>(log::RootSource::kRegistered);
-    e->a = low;
-    e->b = high > low ? high - low : 0;
-    e->c = added;
-    commit(r, e);
-  }
+  gc::emitRootRange(low, high > low ? high - low : 0, added, log::RootSource::kRegistered);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -500,6 +500,21 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
   commit(r, e);
 }
 
+void emitRootRange(uint64_t low, uint64_t size, bool added, log::RootSource source,
+                   const char* label) {
+  Ring* r = threadRing();
+  if (!r) return;
+  auto len = static_cast<uint32_t>(label ? std::min<size_t>(std::strlen(label), 255) : 0);
+  if (RawEvent* e = begin(r, Kind::kRootRange, 0, len)) {
+    e->heap = static_cast<uint8_t>(source);
+    e->a = low;
+    e->b = size;
+    e->c = added;
+    if (len) std::memcpy(extraOf(e), label, len);
+    commit(r, e);
+  }
+}
+
 bool stackOf(pthread_t t, uint64_t& low, uint64_t& high) {
   for (int i = 0; i < g_stackCount; ++i)
     if (pthread_equal(g_stacks[i].thread, t)) {

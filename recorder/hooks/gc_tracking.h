@@ -22,6 +22,7 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
+#include "heapman/logformat/records.h"
 
 namespace heapman::rec::gc {
 
@@ -84,6 +85,26 @@ uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp);
 // The recorder thread index of a thread that allocated from the collected heap, else
 // log::kRecorderThread.
 uint32_t threadIndexOf(pthread_t t);
+
+// A root range registered (added) or unregistered, with the runtime's label (may be null), as a
+// RootRange event of the calling thread.
+void emitRootRange(uint64_t low, uint64_t size, bool added, log::RootSource source,
+                   const char* label = nullptr);
+
+// A tiny spinlock for the root and thread registries: their callers are rare and never run
+// while the world is stopped.
+class SpinLock {
+ public:
+  explicit SpinLock(std::atomic<bool>& flag) : flag_(flag) {
+    while (flag_.exchange(true, std::memory_order_acquire)) __builtin_ia32_pause();
+  }
+  ~SpinLock() { flag_.store(false, std::memory_order_release); }
+  SpinLock(const SpinLock&) = delete;
+  SpinLock& operator=(const SpinLock&) = delete;
+
+ private:
+  std::atomic<bool>& flag_;
+};
 
 // The RAM dump policy, as heaprec --ram-dumps spells it, for the log header ("off" if unset).
 const char* dumpPolicyText();

@@ -29,7 +29,6 @@
 // TypeDef's sequence number precedes every allocation that uses it).
 #include <dlfcn.h>
 #include <pthread.h>
-#include <x86intrin.h>
 
 #include <algorithm>
 #include <atomic>
@@ -436,11 +435,8 @@ MonoThread g_threads[kMaxThreads];
 int g_threadCount = 0;
 
 std::atomic<bool> g_lock{false};
-struct SpinLock {
-  SpinLock() {
-    while (g_lock.exchange(true, std::memory_order_acquire)) _mm_pause();
-  }
-  ~SpinLock() { g_lock.store(false, std::memory_order_release); }
+struct SpinLock : gc::SpinLock {
+  SpinLock() : gc::SpinLock(g_lock) {}
 };
 
 RootSource rootSourceOf(MonoGCRootSource s) {
@@ -457,20 +453,6 @@ RootSource rootSourceOf(MonoGCRootSource s) {
   }
 }
 
-void emitRootRange(uint64_t low, uint64_t size, bool added, RootSource source, const char* label) {
-  Ring* r = threadRing();
-  if (!r) return;
-  auto len = static_cast<uint32_t>(label ? std::min<size_t>(std::strlen(label), 255) : 0);
-  if (RawEvent* e = begin(r, Kind::kRootRange, 0, len)) {
-    e->heap = static_cast<uint8_t>(source);
-    e->a = low;
-    e->b = size;
-    e->c = added;
-    if (len) std::memcpy(extraOf(e), label, len);
-    commit(r, e);
-  }
-}
-
 void onRootRegister(MonoProfiler*, const mono_byte* start, uintptr_t size, MonoGCRootSource source,
                     const void*, const char* name) {
   if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
@@ -481,7 +463,7 @@ void onRootRegister(MonoProfiler*, const mono_byte* start, uintptr_t size, MonoG
     SpinLock lock;
     if (g_rootCount < kMaxRoots) g_rootRanges[g_rootCount++] = {low, size, static_cast<uint8_t>(src)};
   }
-  emitRootRange(low, size, true, src, name);
+  gc::emitRootRange(low, size, true, src, name);
 }
 
 void onRootUnregister(MonoProfiler*, const mono_byte* start) {
@@ -498,7 +480,7 @@ void onRootUnregister(MonoProfiler*, const mono_byte* start) {
         break;
       }
   }
-  emitRootRange(low, gone.size, false, static_cast<RootSource>(gone.source), nullptr);
+  gc::emitRootRange(low, gone.size, false, static_cast<RootSource>(gone.source));
 }
 
 void onThreadStarted(MonoProfiler*, uintptr_t) {
@@ -657,30 +639,11 @@ void onShutdownEnd(MonoProfiler*) { g_on.store(false, std::memory_order_relaxed)
 // Removes the --profile=heapman heaprec added from MONO_ENV_OPTIONS, so that a Mono child
 // process that is not recorded does not look for a profiler module it cannot find.
 void removeProfileOption() {
-  const char* env = getenv("MONO_ENV_OPTIONS");
-  if (!env) return;
-  static const char kOption[] = "--profile=heapman";
-  char out[4096];
-  size_t o = 0;
-  for (const char* p = env; *p;) {
-    while (*p == ' ') ++p;
-    const char* e = p;
-    while (*e && *e != ' ') ++e;
-    auto len = static_cast<size_t>(e - p);
-    bool ours = len >= sizeof kOption - 1 && std::strncmp(p, kOption, sizeof kOption - 1) == 0 &&
-                (len == sizeof kOption - 1 || p[sizeof kOption - 1] == ':');
-    if (len && !ours && o + len + 1 < sizeof out) {
-      if (o) out[o++] = ' ';
-      std::memcpy(out + o, p, len);
-      o += len;
-    }
-    p = e;
-  }
-  out[o] = 0;
-  if (o)
-    setenv("MONO_ENV_OPTIONS", out, 1);
-  else
-    unsetenv("MONO_ENV_OPTIONS");
+  removeEnvItems("MONO_ENV_OPTIONS", " ", ' ', [](const char* item, size_t len, const void*) {
+    static const char kOption[] = "--profile=heapman";
+    constexpr size_t n = sizeof kOption - 1;
+    return len >= n && std::strncmp(item, kOption, n) == 0 && (len == n || item[n] == ':');
+  }, nullptr);
 }
 
 }  // namespace
