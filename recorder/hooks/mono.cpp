@@ -126,11 +126,12 @@ bool g_stacks = true;           // managed stacks (call instrumentation) wanted
 bool g_skipLeaves = true;       // leave methods that cannot allocate uninstrumented (onFilter)
 
 // ---------------------------------------------------------------------------------------------
-// Shadow stacks: one per thread, mmap'd on the thread's first method entry. Entries past
-// kShadowMax are counted, not kept (a deeper recursion records its outermost kShadowMax frames'
-// worth of context as the stack's tail: the leaf frames are what the depth keeps anyway).
+// Shadow stacks: one per thread, mmap'd on the thread's first method entry (2 MiB of address
+// space, touched only as deep as the thread goes: deeper than a managed thread's stack can hold).
+// Past kShadowMax entries frames are counted, not kept, and an allocation there records no stack
+// rather than a wrong one.
 
-constexpr uint32_t kShadowMax = 4096;
+constexpr uint32_t kShadowMax = 1u << 18;
 struct Shadow {
   uint32_t depth = 0;
   uint64_t frames[kShadowMax];  // outermost first
@@ -306,10 +307,9 @@ MonoProfilerCallInstrumentationFlags onFilter(MonoProfiler*, MonoMethod* method)
 // The calling thread's managed frames, leaf first, at most `max`.
 uint32_t managedFrames(uint64_t* out, uint32_t max) {
   Shadow* s = t_shadow;
-  if (!s) return 0;
-  uint32_t kept = std::min(s->depth, kShadowMax);
-  uint32_t n = std::min(kept, max);
-  const uint64_t* top = s->frames + kept;
+  if (!s || s->depth > kShadowMax) return 0;
+  uint32_t n = std::min(s->depth, max);
+  const uint64_t* top = s->frames + s->depth;
   for (uint32_t i = 0; i < n; ++i) out[i] = top[-1 - static_cast<int>(i)];
   return n;
 }
