@@ -80,7 +80,8 @@ using log::RootSource;
   X(mono_method_full_name) X(mono_free) X(mono_jit_info_get_code_start)                         \
   X(mono_jit_info_get_code_size) X(mono_gc_get_heap_size) X(mono_gc_get_used_size)           \
   X(mono_method_get_header) X(mono_method_header_get_code) X(mono_metadata_free_mh)             \
-  X(mono_get_method) X(mono_method_get_class) X(mono_class_get_image)
+  X(mono_get_method) X(mono_method_get_class) X(mono_class_get_image) X(mono_class_get_rank)      \
+  X(mono_get_string_class)
 
 struct MonoApi {
 #define HEAPMAN_MONO_FIELD(fn) decltype(&::fn) fn = nullptr;
@@ -342,12 +343,17 @@ void onJitDone(MonoProfiler*, MonoMethod* method, MonoJitInfo* ji) {
 
 // Classes announced: a global open-addressing set of handles (CAS insert, never removed), each
 // entry's low bit set once its TypeDef is committed; and a per-thread direct-mapped cache of
-// classes whose TypeDef is known committed.
+// classes whose TypeDef is known committed, with the sizes of their objects when every object of
+// the class has the same (not arrays, not strings): the same request, so the same size class.
 constexpr size_t kClassSlots = 1u << 16;
 std::atomic<uint64_t> g_classes[kClassSlots];
 constexpr uint64_t kAnnounced = 1;
 constexpr size_t kClassCache = 256;
-__thread uint64_t t_classCache[kClassCache] HEAPMAN_TLS;
+struct CachedClass {
+  uint64_t klass;
+  uint32_t size, actual;  // 0: objects of the class differ in size
+};
+__thread CachedClass t_classCache[kClassCache] HEAPMAN_TLS;
 
 size_t classHash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 48); }
 
@@ -391,13 +397,21 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
   Guard guard;
   MonoClass* klass = m.mono_object_get_class(obj);
   auto key = reinterpret_cast<uint64_t>(klass);
-  uint64_t& cached = t_classCache[(key >> 4) & (kClassCache - 1)];
-  if (__builtin_expect(cached != key, 0)) {
-    announceClass(klass);
-    cached = key;
+  CachedClass& cached = t_classCache[(key >> 4) & (kClassCache - 1)];
+  uint64_t size, actual;
+  if (__builtin_expect(cached.klass == key && cached.size, 1)) {
+    size = cached.size;
+    actual = cached.actual;
+  } else {
+    size = m.mono_object_get_size(obj);
+    actual = m.collector.size(obj);
+    if (cached.klass != key) {
+      announceClass(klass);
+      bool fixed = m.mono_class_get_rank(klass) == 0 && klass != m.mono_get_string_class() &&
+                   size < UINT32_MAX && actual < UINT32_MAX;
+      cached = {key, fixed ? static_cast<uint32_t>(size) : 0u, static_cast<uint32_t>(actual)};
+    }
   }
-  uint64_t size = m.mono_object_get_size(obj);
-  uint64_t actual = m.collector.size(obj);
   Ring* r = threadRing();
   if (!r) return;
   uint64_t frames[kMaxFrames];
