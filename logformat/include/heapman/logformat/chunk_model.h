@@ -104,7 +104,8 @@ class ChunkModel {
   // The decoder's onAlloc(): the same model change, given the size class the caller already
   // looked up (sizeClass(infos[info].actualSize), not reset since) and with the LIFO entries
   // above `lifoIndex` moved by memmove instead of one modulo step at a time.
-  [[gnu::always_inline]] void onAllocIn(SizeClass& s, uint64_t address, uint32_t info, int lifoIndex) {
+  [[gnu::always_inline]] void onAllocIn(SizeClass& s, uint64_t address, uint32_t info,
+                                         int lifoIndex) {
     if (lifoIndex > 0) {
       // Entries at ring positions p+1 .. top-1 (mod depth) move down one; p = top-1-lifoIndex.
       uint32_t p = (s.top - 1 - static_cast<uint32_t>(lifoIndex)) % kLifoDepth;
