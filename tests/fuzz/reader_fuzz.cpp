@@ -143,7 +143,7 @@ struct Visitor {
         mix(e.address + e.size + static_cast<uint64_t>(e.source) + e.thread);
       }
     } else if constexpr (std::is_same_v<T, hl::CustomEvent>) {
-      mix(r.nameId);
+      mix(r.nameId + r.stackId);
       mix(r.payload);
     } else if constexpr (std::is_same_v<T, hl::FrameMark>) {
       mix(r.frame);
@@ -164,6 +164,11 @@ struct Visitor {
     } else if constexpr (std::is_same_v<T, hl::Lost>) {
       mix(r.count + r.lostThread);
       mix(r.reason);
+    } else if constexpr (std::is_same_v<T, hl::GcHandle>) {
+      FUZZ_CHECK(r.type <= hl::GcHandleType::kOther);
+      mix(r.handle + static_cast<uint64_t>(r.type) + r.address + r.created);
+    } else if constexpr (std::is_same_v<T, hl::Finalize>) {
+      mix(r.address);
     } else {
       static_assert(!sizeof(T), "a Record alternative the fuzzer does not know: add it here");
     }
