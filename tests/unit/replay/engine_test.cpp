@@ -317,6 +317,24 @@ TEST_CASE("truncated log replays up to its last intact chunk", "[replay]") {
   CHECK(engineState(r) == referenceState(r.reader(), end));
 }
 
+// A free of address 0 (never allocated; an empty slot's address field is 0 too) finds nothing:
+// it must not mark an empty slot dead nor change the count, however full the table is.
+TEST_CASE("LiveSet: erasing address 0 finds nothing", "[replay][liveset]") {
+  LiveSet s;
+  LiveObject out;
+  CHECK_FALSE(s.erase(0, &out));
+  CHECK(s.size() == 0);
+  for (uint64_t i = 1; i <= 1000; ++i) s.insert({16 * i, i}, &out);
+  for (int k = 0; k < 3; ++k) CHECK_FALSE(s.erase(0, &out));
+  CHECK(s.size() == 1000);
+  size_t n = 0;
+  s.forEach([&](const LiveObject& o) { n += o.address != 0; });
+  CHECK(n == 1000);
+  CHECK(s.erase(16, &out));
+  CHECK(out.packed == 1);
+  CHECK(s.size() == 999);
+}
+
 TEST_CASE("LiveSet matches a hash map under random inserts and erases", "[replay][liveset]") {
   LiveSet s;
   std::unordered_map<uint64_t, uint64_t> m;
