@@ -111,17 +111,8 @@ Ring* threadRing() {
   }
   // Stack bounds, for the frame-pointer walk and the log. pthread_getattr_np allocates (through
   // the real malloc: the guard is set).
-  uintptr_t low = 0, high = 0;
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void* addr = nullptr;
-    size_t size = 0;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-      low = reinterpret_cast<uintptr_t>(addr);
-      high = low + size;
-    }
-    pthread_attr_destroy(&attr);
-  }
+  uint64_t low = 0, high = 0;
+  threadStackBounds(pthread_self(), low, high);
   t_stackHigh = high;
   Ring* head = g.rings.load(std::memory_order_relaxed);
   do {
@@ -387,6 +378,19 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
   bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
   if (whole && !throughFrameless(out, n)) return n;
   return dwarfStack(out, max);
+}
+
+bool threadStackBounds(pthread_t thread, uint64_t& low, uint64_t& high) {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(thread, &attr) != 0) return false;
+  void* addr = nullptr;
+  size_t size = 0;
+  bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
+  pthread_attr_destroy(&attr);
+  if (!ok) return false;
+  low = reinterpret_cast<uint64_t>(addr);
+  high = low + size;
+  return true;
 }
 
 void removeEnvItems(const char* name, const char* separators, char joiner,

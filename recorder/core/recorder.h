@@ -174,6 +174,10 @@ void initMono() __attribute__((weak));
 RawEvent* beginWithManagedStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen)
     __attribute__((weak));
 
+// A thread's stack [low, high) from pthread_getattr_np (which allocates, and for the main thread
+// reads /proc/self/maps: not for the hot path). False when it cannot tell.
+bool threadStackBounds(pthread_t thread, uint64_t& low, uint64_t& high);
+
 // Removes from the environment variable `name` the items (separated by any of `separators`) for
 // which drop(item, length, context) is true, joining the rest with `joiner`; unsets it if none
 // is left. Without allocating from the hooked heap (a stack buffer; setenv copies).

@@ -522,15 +522,7 @@ bool stackOf(pthread_t t, uint64_t& low, uint64_t& high) {
       high = g_stacks[i].high;
       return true;
     }
-  pthread_attr_t attr;
-  if (pthread_getattr_np(t, &attr) != 0) return false;
-  void* addr = nullptr;
-  size_t size = 0;
-  bool ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
-  pthread_attr_destroy(&attr);
-  if (!ok) return false;
-  low = reinterpret_cast<uint64_t>(addr);
-  high = low + size;
+  if (!threadStackBounds(t, low, high)) return false;
   if (g_stackCount == kMaxStacks) g_stackCount = 0;  // forget old threads
   g_stacks[g_stackCount++] = {t, low, high};
   return true;

@@ -502,16 +502,7 @@ void onThreadStarted(MonoProfiler*, uintptr_t) {
   Guard guard;
   Ring* r = threadRing();  // the thread's ThreadStart record, with its stack range
   uint64_t low = 0, high = 0;
-  pthread_attr_t attr;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    void* addr = nullptr;
-    size_t size = 0;
-    if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-      low = reinterpret_cast<uint64_t>(addr);
-      high = low + size;
-    }
-    pthread_attr_destroy(&attr);
-  }
+  threadStackBounds(pthread_self(), low, high);
   SpinLock lock;
   for (int i = 0; i < g_threadCount; ++i)
     if (pthread_equal(g_threads[i].self, pthread_self())) return;
