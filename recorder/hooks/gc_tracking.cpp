@@ -339,6 +339,28 @@ size_t sweep(uint64_t debugOffset) {
   auto* base = g_collector.base;
   auto* isMarked = g_collector.isMarked;
   auto collectedSlow = [&](void* p) { return base(p) != p || !isMarked(p); };
+  // Through the API, GC_base once per 4 KiB block: a block in use at the end of a collection
+  // holds the object size it held when each tracked object in it was born (freeing it needs them
+  // dead, reusing it the lock the collector holds), so they are all still object starts; a free
+  // block (GC_base 0) holds none. GC_is_marked per object.
+  enum class Block : uint8_t { kUnknown, kInUse, kFree };
+  uintptr_t baseBlock = UINTPTR_MAX;
+  Block blockState = Block::kUnknown;
+  auto collectedByBlock = [&](void* p) {
+    uintptr_t block = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
+    if (block != baseBlock) {
+      baseBlock = block;
+      void* b = base(p);
+      blockState = b == p ? Block::kInUse : b == nullptr ? Block::kFree : Block::kUnknown;
+      if (blockState == Block::kUnknown) return true;  // p is not an object start any more
+    }
+    switch (blockState) {
+      case Block::kInUse: return !isMarked(p);
+      case Block::kFree: return true;
+      case Block::kUnknown: break;
+    }
+    return collectedSlow(p);
+  };
   const MarkLayout& ml = g_collector.marks;
   bool fast = ml.findHeader && g_fastMarks != FastMarks::kOff;
   bool check = g_fastMarks == FastMarks::kChecking;
@@ -361,7 +383,7 @@ size_t sweep(uint64_t debugOffset) {
         header = reinterpret_cast<uintptr_t>(h) > 4095 ? h : nullptr;  // small: a forwarding count
       }
       if (!header) {
-        collected = collectedSlow(p);
+        collected = collectedByBlock(p);
       } else {
         void* map;
         std::memcpy(&map, header + ml.mapOffset, sizeof map);
@@ -382,7 +404,7 @@ size_t sweep(uint64_t debugOffset) {
         }
       }
     } else {
-      collected = collectedSlow(p);
+      collected = collectedByBlock(p);
     }
     if (collected)
       g_collected[n++] = (key & 1) ? (key & ~uint64_t{1}) + debugOffset : key;
