@@ -29,6 +29,7 @@
 // TypeDef's sequence number precedes every allocation that uses it).
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -139,11 +140,20 @@ struct Shadow {
 };
 __thread Shadow* t_shadow HEAPMAN_TLS = nullptr;
 
+pthread_key_t g_shadowKey;  // its destructor unmaps an exiting thread's shadow stack
+
+void freeShadow(void* p) {
+  t_shadow = nullptr;
+  munmap(p, sizeof(Shadow));
+}
+
 Shadow* shadow() {
   if (__builtin_expect(t_shadow != nullptr, 1)) return t_shadow;
   auto* s = static_cast<Shadow*>(gc::mapBytes(sizeof(Shadow)));
-  if (s) new (s) Shadow;
+  if (!s) return nullptr;
+  new (s) Shadow;
   t_shadow = s;
+  pthread_setspecific(g_shadowKey, s);
   return s;
 }
 
@@ -690,6 +700,7 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;
   if (getenv("HEAPMAN_MONO_ALL_METHODS")) g_skipLeaves = false;  // instrument every method
   gc::initTracking(m.collector);
+  pthread_key_create(&g_shadowKey, freeShadow);
   MonoProfilerHandle h = m.mono_profiler_create(nullptr);
   m.mono_profiler_enable_allocations();
   m.mono_profiler_set_gc_allocation_callback(h, onAllocation);
