@@ -55,10 +55,18 @@ std::atomic<Births*> g_births{nullptr};  // registry, newest first
 __thread Births* t_births HEAPMAN_TLS = nullptr;
 pthread_key_t g_birthsKey;
 
-// pthread key destructor. An allocation in a later destructor starts a new queue.
+void consolidateLocked();
+void* consolidateCallback(void*);
+
+// pthread key destructor. An allocation in a later destructor starts a new queue. The queues are
+// drained now, so that a program whose threads come and go between collections does not keep
+// each one's queue (1 MiB of address space) until the next one: this thread's own goes at the
+// next thread's exit (the registry's head stays while producers may push there).
 void closeBirths(void* p) {
   t_births = nullptr;
   static_cast<Births*>(p)->closed.store(true, std::memory_order_release);
+  if (!t_inCallback && g_collector.callWithAllocLock)
+    g_collector.callWithAllocLock(consolidateCallback, nullptr);
 }
 
 Births* threadBirths() {
@@ -82,7 +90,6 @@ Births* threadBirths() {
   return b;
 }
 
-void consolidateLocked();
 void* consolidateCallback(void*) {
   consolidateLocked();
   return nullptr;

@@ -423,3 +423,27 @@ TEST_CASE("mono: the C# compiler runs unchanged under the recorder", "[recorder]
   CHECK(withStack * 10 >= log.allocs.size() * 9);
 }
 #endif
+
+// Threads come and go (a thread pool): each one's shadow stack (2 MiB of address space), ring
+// and birth queue go with it, so the process's address space does not grow with the number of
+// threads it has had.
+TEST_CASE("mono: short-lived threads leave no mappings behind", "[recorder][mono]") {
+  TempDir dir;
+  auto vmAfter = [&](int threads) {
+    Recording rec = record(dir, "threads" + std::to_string(threads),
+                           {kMono, HMREC_MONO_TRUTH, "threads", std::to_string(threads)});
+    requireRecorded(rec);
+    for (const std::string& l : lines(rec.result.out)) {
+      std::vector<std::string> f = fields(l);
+      if (f.size() == 4 && f[0] == "threads" && f[2] == "vm") {
+        CHECK(number(f[1]) == static_cast<uint64_t>(threads));
+        return static_cast<int64_t>(number(f[3]));
+      }
+    }
+    FAIL("no vm line in: " << rec.result.out);
+    return int64_t{0};
+  };
+  int64_t few = vmAfter(20), many = vmAfter(400);
+  INFO("VmSize after 20 threads " << few << " kB, after 400 " << many << " kB");
+  CHECK(many - few < 16 * 1024);  // kept per thread: 2 MiB shadow stack, 1 MiB birth queue
+}

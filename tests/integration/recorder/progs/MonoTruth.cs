@@ -10,6 +10,9 @@
 //   stacks                            allocations of Leaf under Chain.A -> B -> C, after an
 //                                     exception unwound through other frames: "leaves COUNT"
 //   events                            HeapMan events and frames in a known order
+//   threads N                         N short-lived threads one after another, each allocating
+//                                     through a call chain: "threads N vm K" (K: the process's
+//                                     VmSize in kB at the end)
 //   dump N                            N Probe[16] arrays kept alive, element j of array i holding
 //                                     i * 16 + j: lines "object ADDRESS I"; then a collection
 //
@@ -216,10 +219,36 @@ namespace Truth
             GC.Collect();
         }
 
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static int ThreadWork()
+        {
+            var list = new List<string>();
+            for (int k = 0; k < 10; k++) list.Add("item " + k);
+            return list.Count;
+        }
+
+        static void Threads(int n)
+        {
+            long sum = 0;
+            for (int i = 0; i < n; i++)
+            {
+                var t = new Thread(() => Interlocked.Add(ref sum, ThreadWork()));
+                t.Start();
+                t.Join();
+            }
+            string vm = "?";
+            foreach (string line in System.IO.File.ReadAllLines("/proc/self/status"))
+                if (line.StartsWith("VmSize:")) vm = line.Substring(7).Trim().Split(' ')[0];
+            Console.WriteLine("threads " + sum / 10 + " vm " + vm);
+        }
+
         static void Main(string[] args)
         {
             switch (args[0])
             {
+                case "threads":
+                    Threads(int.Parse(args[1]));
+                    break;
                 case "dump":
                     Dump(int.Parse(args[1]));
                     break;
