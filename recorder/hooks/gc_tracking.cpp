@@ -276,11 +276,6 @@ void initTracking(const Collector& c) {
   pthread_atfork(nullptr, nullptr, afterForkChild);
 }
 
-const char* dumpPolicyText() {
-  const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
-  return dumps && *dumps ? dumps : "off";
-}
-
 // Hot path: one store and one release store.
 void trackBirth(uint64_t key) {
   Births* b = threadBirths();
@@ -346,72 +341,64 @@ size_t sweep(uint64_t debugOffset) {
   auto* base = g_collector.base;
   auto* isMarked = g_collector.isMarked;
   auto collectedSlow = [&](void* p) { return base(p) != p || !isMarked(p); };
-  // Through the API, GC_base once per 4 KiB block: a block in use at the end of a collection
-  // holds the object size it held when each tracked object in it was born (freeing it needs them
-  // dead, reusing it the lock the collector holds), so they are all still object starts; a free
-  // block (GC_base 0) holds none. GC_is_marked per object.
-  enum class Block : uint8_t { kUnknown, kInUse, kFree };
-  uintptr_t baseBlock = UINTPTR_MAX;
-  Block blockState = Block::kUnknown;
-  auto collectedByBlock = [&](void* p) {
-    uintptr_t block = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
-    if (block != baseBlock) {
-      baseBlock = block;
-      void* b = base(p);
-      blockState = b == p ? Block::kInUse : b == nullptr ? Block::kFree : Block::kUnknown;
-      if (blockState == Block::kUnknown) return true;  // p is not an object start any more
-    }
-    switch (blockState) {
-      case Block::kInUse: return !isMarked(p);
-      case Block::kFree: return true;
-      case Block::kUnknown: break;
-    }
-    return collectedSlow(p);
-  };
   const MarkLayout& ml = g_collector.marks;
   bool fast = ml.findHeader && g_fastMarks != FastMarks::kOff;
   bool check = g_fastMarks == FastMarks::kChecking;
+  // Each 4 KiB block is looked at once. A block in use at the end of a collection holds the
+  // object size it held when each tracked object in it was born (freeing it needs them dead,
+  // reusing it the lock the collector holds), so they are all still object starts and their mark
+  // bits decide; a free block holds none of them. The block's state comes from its header where
+  // the layout is known (MarkLayout), else from GC_base on its first object (0: free).
+  enum class Block : uint8_t { kUnknown, kFree, kInUse, kMarks };
+  uintptr_t lastBlock = UINTPTR_MAX;
+  Block state = Block::kUnknown;
+  bool viaHeader = false;  // the state came from the header (checked while `check`)
+  const uint8_t* header = nullptr;
+  auto classify = [&](void* p, uintptr_t block) {
+    viaHeader = false;
+    if (fast) {
+      auto* h = static_cast<const uint8_t*>(ml.findHeader(reinterpret_cast<void*>(block)));
+      if (reinterpret_cast<uintptr_t>(h) > 4095) {  // else a forwarding count: no header here
+        header = h;
+        viaHeader = true;
+        void* map;
+        std::memcpy(&map, header + ml.mapOffset, sizeof map);
+        return map == *ml.invalidMap ? Block::kFree : Block::kMarks;
+      }
+    }
+    void* b = base(p);
+    return b == p ? Block::kInUse : b == nullptr ? Block::kFree : Block::kUnknown;
+  };
   // One pass: the collected go to the buffer, the survivors move down in place.
   size_t n = 0, kept = 0;
-  uintptr_t lastBlock = UINTPTR_MAX;
-  const uint8_t* header = nullptr;  // null: the block is not one the fast test understands
   for (size_t i = 0, total = g_live.size(); i < total; ++i) {
     uint64_t key = g_live[i];
     auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
+    uintptr_t block = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
+    if (block != lastBlock) {
+      lastBlock = block;
+      state = classify(p, block);
+    }
     bool collected;
-    if (fast) {
-      // A block in use at the end of a collection holds the same object size it held when p was
-      // born there (freeing it needs p dead, reusing it needs the lock the collector holds), so p
-      // is still an object start: its mark bit decides. A free block: p is gone.
-      uintptr_t block = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
-      if (block != lastBlock) {
-        lastBlock = block;
-        auto* h = static_cast<const uint8_t*>(ml.findHeader(reinterpret_cast<void*>(block)));
-        header = reinterpret_cast<uintptr_t>(h) > 4095 ? h : nullptr;  // small: a forwarding count
+    switch (state) {
+      case Block::kFree: collected = true; break;
+      case Block::kInUse: collected = !isMarked(p); break;
+      case Block::kMarks: {
+        uintptr_t bit = (reinterpret_cast<uintptr_t>(p) - block) >> ml.granuleShift;
+        uint64_t word;
+        std::memcpy(&word, header + ml.marksOffset + (bit >> 6) * 8, sizeof word);
+        collected = !((word >> (bit & 63)) & 1);
+        break;
       }
-      if (!header) {
-        collected = collectedByBlock(p);
-      } else {
-        void* map;
-        std::memcpy(&map, header + ml.mapOffset, sizeof map);
-        if (map == *ml.invalidMap) {
-          collected = true;
-        } else {
-          uintptr_t bit = (reinterpret_cast<uintptr_t>(p) - block) >> ml.granuleShift;
-          uint64_t word;
-          std::memcpy(&word, header + ml.marksOffset + (bit >> 6) * 8, sizeof word);
-          collected = !((word >> (bit & 63)) & 1);
-        }
-        if (check && collected != collectedSlow(p)) {
-          g_fastMarks = FastMarks::kOff;
-          fast = check = false;
-          say("the collector's mark bits are not where this build keeps them; sweeping through "
-              "GC_base/GC_is_marked");
-          collected = collectedSlow(p);
-        }
-      }
-    } else {
-      collected = collectedByBlock(p);
+      default: collected = collectedSlow(p); break;  // p is not an object start any more
+    }
+    if (check && viaHeader && collected != collectedSlow(p)) {
+      g_fastMarks = FastMarks::kOff;
+      fast = check = false;
+      say("the collector's mark bits are not where this build keeps them; sweeping through "
+          "GC_base/GC_is_marked");
+      collected = collectedSlow(p);
+      state = classify(p, block);
     }
     if (collected)
       g_collected[n++] = (key & 1) ? (key & ~uint64_t{1}) + debugOffset : key;
@@ -428,7 +415,6 @@ size_t sweep(uint64_t debugOffset) {
 }
 
 const uint64_t* collected() { return g_collected; }
-size_t liveCount() { return g_live.size(); }
 
 void emitCollected(Ring* r, uint32_t gc, const uint64_t* addrs, size_t n) {
   constexpr uint32_t kBatch = 8192;

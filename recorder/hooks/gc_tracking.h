@@ -66,7 +66,6 @@ void untrack(uint64_t key);
 // Returns how many; their keys are in collected() (a debug object's as base + debugOffset).
 size_t sweep(uint64_t debugOffset = 0);
 const uint64_t* collected();
-size_t liveCount();
 
 // Ring events for the collection `gc`: the collected set (batches of at most 8192 addresses),
 // the root set, and, when the policy asks for one, the RAM dump (every live object, the roots
@@ -105,8 +104,5 @@ class SpinLock {
  private:
   std::atomic<bool>& flag_;
 };
-
-// The RAM dump policy, as heaprec --ram-dumps spells it, for the log header ("off" if unset).
-const char* dumpPolicyText();
 
 }  // namespace heapman::rec::gc
