@@ -164,21 +164,15 @@ void onEnter(MonoProfiler*, MonoMethod* method, MonoProfilerCallContext*) {
   ++s->depth;
 }
 
-void onLeave(MonoProfiler*, MonoMethod*, MonoProfilerCallContext*) {
+inline void popFrame() {
   Shadow* s = t_shadow;
   if (s && s->depth) --s->depth;
 }
 
-void onExceptionLeave(MonoProfiler*, MonoMethod*, MonoObject*) {
-  Shadow* s = t_shadow;
-  if (s && s->depth) --s->depth;
-}
-
+void onLeave(MonoProfiler*, MonoMethod*, MonoProfilerCallContext*) { popFrame(); }
+void onExceptionLeave(MonoProfiler*, MonoMethod*, MonoObject*) { popFrame(); }
 // The caller's frame is replaced by the target's, whose enter event follows.
-void onTailCall(MonoProfiler*, MonoMethod*, MonoMethod*) {
-  Shadow* s = t_shadow;
-  if (s && s->depth) --s->depth;
-}
+void onTailCall(MonoProfiler*, MonoMethod*, MonoMethod*) { popFrame(); }
 
 // Whether a method can be on the stack of an allocation: not if its IL allocates nothing, throws
 // nothing, touches no static field (a class constructor could run) and calls nothing but
