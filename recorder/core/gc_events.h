@@ -1,6 +1,7 @@
-// What the bdwgc hooks (hooks/bdwgc.cpp) hand to the writer thread besides plain ring events:
-// root-set entries and RAM dumps. Both are built under the collector's lock with no allocation
-// from any heap (ring bytes, or one mmap'd block); the writer turns them into log records.
+// What the collector layers (hooks/bdwgc.cpp, hooks/mono.cpp) hand to the writer thread besides
+// plain ring events: root-set entries, mark-bit snapshots and RAM dumps. All are built under the
+// collector's lock with no allocation from any heap (ring bytes, or one mmap'd block); the writer
+// turns them into log records.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +38,28 @@ struct RamDump {
   uint64_t copyBytes;  // bytes copied
   Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
   const uint8_t* base() const { return reinterpret_cast<const uint8_t*>(this); }
+};
+
+// The collector's mark bits at the end of a collection (allocation lock held, marking done,
+// finalizable objects resurrected): for every 4 KiB page where a marked object starts, a bit per
+// 8 bytes of the page, set where a marked object starts. The hooks fill it under the lock (one
+// mmap'd block, grown with mremap); the writer thread tests its own set of tracked live objects
+// against it off the lock (collected = tracked and not marked) and hands the block back through
+// State::spareMarks. Pages appear in any order, each at most once.
+struct MarkSnapshot {
+  static constexpr uint64_t kPageBytes = 4096;
+  struct Page {
+    uint64_t page;     // address, a multiple of kPageBytes
+    uint64_t bits[8];  // bit i: a marked object starts at page + 8 * i
+  };
+  size_t mapLength;
+  uint32_t gcNumber;
+  uint32_t count;      // pages
+  uint64_t copyNs;     // time spent building it under the lock
+  uint64_t objects;    // marked objects seen (where the collector reports them one by one)
+  Page* pages() { return reinterpret_cast<Page*>(this + 1); }
+  const Page* pages() const { return reinterpret_cast<const Page*>(this + 1); }
+  static size_t bytesFor(size_t pages) { return sizeof(MarkSnapshot) + pages * sizeof(Page); }
 };
 
 }  // namespace heapman::rec

@@ -114,6 +114,9 @@ Ring* threadRing() {
   uint64_t low = 0, high = 0;
   threadStackBounds(pthread_self(), low, high);
   t_stackHigh = high;
+  r->thread = pthread_self();
+  r->stackLow = low;
+  r->stackHigh = high;
   Ring* head = g.rings.load(std::memory_order_relaxed);
   do {
     r->next = head;
@@ -196,7 +199,10 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_
   auto* e = reinterpret_cast<RawEvent*>(r->data + (head & mask));
   // The ring's lines were last read by the writer a whole ring ago: fetch the ones the next
   // events will fill, for writing, while this one is filled (a store miss per event otherwise).
-  __builtin_prefetch(r->data + ((head + 512) & mask), 1, 3);
+  // prefetchw asks for the line in exclusive state (a read prefetch, all __builtin_prefetch emits
+  // without -mprfchw, leaves the store an ownership request to wait for); CPUs without it (Intel
+  // before Broadwell) execute it as a no-op.
+  __asm__ volatile("prefetchw %0" ::"m"(*(r->data + ((head + 512) & mask))));
   e->size = size;
   e->kind = kind;
   e->heap = 0;

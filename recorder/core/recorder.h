@@ -94,6 +94,8 @@ struct State {
   char monoVersion[64] = {};           // set when the program is Mono (hooks/mono.cpp)
   bool recordNative = true;            // glibc malloc family (off in Mono unless asked for)
   std::atomic<void*> spareDump{nullptr};  // a used RamDump block for the next dump (gc_events.h)
+  std::atomic<void*> spareMarks{nullptr}; // a used MarkSnapshot block for the next collection
+  std::atomic<uint64_t> gcDebugOffset{0}; // GC_debug_* objects: recorded address - object start
 };
 extern State g;
 

@@ -12,6 +12,8 @@
 // path.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -33,7 +35,8 @@ enum class Kind : uint8_t {
   // bdwgc (hooks/bdwgc.cpp). GC events come from the collecting thread's ring.
   kGcBegin = 11,     // a = GC number, b = heap size
   kGcEnd = 12,       // a = GC number, b = heap size, c = free bytes, extra = pause ns
-  kCollected = 13,   // a = GC number; extra bytes: the addresses (u64) it collected, unsorted
+  kMarks = 13,       // a = MarkSnapshot* (gc_events.h; the writer derives the collected set
+                     // from it and hands the block back), b = GC number
   kRootRange = 14,   // a = low, b = size, c = 1 added / 0 removed, heap = log::RootSource
   kRootSet = 15,     // a = GC number; extra bytes: RootSetEntry[]
   kRamDump = 16,     // a = RamDump* (the writer compresses and frees it); b = GC number
@@ -57,6 +60,9 @@ inline constexpr uint32_t kStackSlots = 4;
 inline constexpr uint16_t stackSlotOf(uint16_t flags) { return (flags >> kStackSlotShift) & 3; }
 // The frames are managed methods (kMethodDef handles), not return addresses.
 inline constexpr uint16_t kManagedFrames = 1 << 3;
+// A kAlloc/kFree of a GC_debug_* object: its address lies State::gcDebugOffset bytes past the
+// object's start, where the collector keeps its mark bit.
+inline constexpr uint16_t kDebugObject = 1 << 4;
 
 struct RawEvent {
   uint32_t size;     // bytes of the record, header included, multiple of 8
@@ -93,6 +99,8 @@ struct alignas(64) Ring {
   uint32_t writerSlotStack[kStackSlots] = {};  // stack id in each slot (see kSameStack)
   // Fixed.
   uint32_t index = 0;       // recorder thread index
+  pthread_t thread{};       // the producing thread, and its stack bounds (0 when unknown)
+  uint64_t stackLow = 0, stackHigh = 0;
   uint64_t capacity = 0;    // bytes of data, a power of two
   uint8_t* data = nullptr;
   size_t mapLength = 0;

@@ -9,28 +9,26 @@
 // (GC_malloc_many, GC_generic_malloc_many) return a list linked through each object's first word;
 // every object of it is recorded, with the refill's stack.
 //
-// Which objects a collection freed, exactly. The recorder keeps the set of tracked live objects:
-// each thread appends the objects it allocates to its own queue (no lock, no atomic RMW on the
-// hot path); the queues are drained into one hash set only while the collector's allocation lock
-// is held (in the collection callback, or through GC_call_with_alloc_lock for an explicit free).
-// At GC_EVENT_RECLAIM_END (lock held, world running, marks complete, finalizable objects already
-// resurrected) an object p of the set was collected iff GC_base(p) != p || !GC_is_marked(p);
-// GC_base first, since blocks freed whole are gone by then. Objects other threads allocate while
-// the collector finishes come from thread-local free lists, whose objects the collector marked
+// Which objects a collection freed, exactly. The program's threads keep no set of live objects
+// (gc_tracking.h): the writer thread keeps it from the Alloc and Free records. At
+// GC_EVENT_RECLAIM_END (lock held, world running, marks complete, finalizable objects already
+// resurrected) libgc lists the objects it marked (GC_enumerate_reachable_objects_inner), which
+// the hook copies into a mark-bit snapshot for the writer: a tracked object was collected iff it
+// is not in it. Blocks freed whole are not listed at all. Objects other threads allocate while the
+// collector finishes come from thread-local free lists, whose objects the collector marked
 // (GC_set_fl_marks), so they are never mistaken for garbage. Mark bits stay valid through lazy
 // sweeping, until the next collection clears them.
 //
 // Explicit frees are recorded before the real GC_free (the address may be handed out again at
-// once), and leave the set under the allocation lock, after the queues are drained: a later
-// object at the same address is then still in a queue and survives. Frees of objects the recorder
-// never saw (libgc's own tables, allocated without the PLT) are logged like any other; replay
-// counts them as unknown frees.
+// once); the writer applies them to its set in sequence order, so a later object at the same
+// address survives. Frees of objects the recorder never saw (libgc's own tables, allocated
+// without the PLT) are logged like any other; replay counts them as unknown frees.
 //
 // Collection events: the program's own GC_set_on_collection_event / GC_set_on_thread_event /
 // GC_register_has_static_roots_callback callbacks are kept and chained, never replaced. While the
 // world is stopped (thread and static-root callbacks) only static arrays are written: no lock, no
-// allocation. Everything else happens at RECLAIM_END: the collected set, the root set, the RAM
-// dump (memcpy into one mmap'd block; the writer thread hashes and compresses it later).
+// allocation. Everything else happens at RECLAIM_END: the mark-bit snapshot, the root set, the
+// RAM dump (memcpy into one mmap'd block; the writer thread hashes and compresses it later).
 #define GC_THREADS
 #define GC_NO_THREAD_REDIRECTS
 // decltype(GC_malloc) drops gc.h's malloc/alloc_size attributes, which is what we want for the
@@ -94,7 +92,6 @@ struct Real {
 HEAPMAN_REAL(GC_base);
 HEAPMAN_REAL(GC_is_marked);
 HEAPMAN_REAL(GC_size);
-HEAPMAN_REAL(GC_call_with_alloc_lock);
 HEAPMAN_REAL(GC_get_prof_stats_unsafe);
 HEAPMAN_REAL(GC_get_gc_no);
 HEAPMAN_REAL(GC_get_kind_and_size);
@@ -115,32 +112,29 @@ struct Depth {
 };
 
 
-// Key of the tracked set for an object as the program sees it.
-inline uint64_t keyOf(void* p, bool debug) {
-  if (!debug) return reinterpret_cast<uint64_t>(p);
-  auto base = reinterpret_cast<uint64_t>(real_GC_base.get()(p));
-  return base | 1;
-}
+// The start of an object as the collector sees it (a GC_debug_* object's recorded address lies
+// past its debug header).
+inline void* startOf(void* p, bool debug) { return debug ? real_GC_base.get()(p) : p; }
 
 __attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bool debug) {
   Guard guard;
-  uint64_t key = keyOf(p, debug);
   uint64_t actual;
   if (debug) {
-    uint64_t base = key & ~uint64_t{1};
-    g_debugOffset = reinterpret_cast<uint64_t>(p) - base;
-    actual = real_GC_size.get()(reinterpret_cast<void*>(base)) - g_debugOffset;
+    void* base = startOf(p, true);
+    g_debugOffset = reinterpret_cast<uint64_t>(p) - reinterpret_cast<uint64_t>(base);
+    g.gcDebugOffset.store(g_debugOffset, std::memory_order_relaxed);  // published by commit()
+    actual = real_GC_size.get()(base) - g_debugOffset;
   } else {
     actual = real_GC_size.get()(p);
   }
   Ring* r;
   if (RawEvent* e = beginWithStack(r, Kind::kAlloc, static_cast<uint8_t>(heap))) {
+    if (debug) e->flags |= kDebugObject;
     e->a = reinterpret_cast<uint64_t>(p);
     e->b = size;
     e->c = std::max<uint64_t>(actual, size);
     commit(r, e);
   }
-  gc::trackBirth(key);
 }
 
 // A batch: the objects of a list linked through their first word, one stack for all.
@@ -164,7 +158,6 @@ __attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap)
       commit(r, e);
       first = false;
     }
-    gc::trackBirth(reinterpret_cast<uint64_t>(q));
   }
 }
 
@@ -172,10 +165,10 @@ __attribute__((noinline)) void onGcFree(void* p, HeapKind heap, bool debug) {
   Guard guard;
   Ring* r;
   if (RawEvent* e = beginWithStack(r, Kind::kFree, static_cast<uint8_t>(heap))) {
+    if (debug) e->flags |= kDebugObject;
     e->a = reinterpret_cast<uint64_t>(p);
     commit(r, e);
   }
-  gc::untrack(keyOf(p, debug));
 }
 
 HeapKind heapOfKind(int k) {
@@ -189,8 +182,7 @@ HeapKind heapOfKind(int k) {
 
 HeapKind heapOfObject(void* p, bool debug) {
   Guard guard;
-  void* base = reinterpret_cast<void*>(keyOf(p, debug) & ~uint64_t{1});
-  return heapOfKind(real_GC_get_kind_and_size.get()(base, nullptr));
+  return heapOfKind(real_GC_get_kind_and_size.get()(startOf(p, debug), nullptr));
 }
 
 
@@ -235,7 +227,7 @@ inline void* gcRealloc(Real<Fn>& real, void* old, size_t n, bool debug, A... arg
     onGcAlloc(p, n, heap, debug);
   else if (n != 0)  // failed: the old object stays
     onGcAlloc(old,
-              real_GC_size.get()(reinterpret_cast<void*>(keyOf(old, debug) & ~uint64_t{1})) -
+              real_GC_size.get()(startOf(old, debug)) -
                   (debug ? g_debugOffset : 0),
               heap, debug);
   return p;
@@ -344,12 +336,12 @@ size_t collectRoots(uint64_t mySp) {
 void onReclaimEnd() {
   Guard guard;
   Ring* r = threadRing();
-  size_t n = gc::sweep(g_debugOffset);
   if (!r) return;
-  gc::emitCollected(r, g_gcNumber, gc::collected(), n);
+  bool dump = gc::dumpThisGc(g_gcNumber);
+  gc::emitMarks(r, g_gcNumber, dump);
   size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
   gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (gc::dumpThisGc(g_gcNumber)) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+  if (dump) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
 }
 
 void emitGcEnd() {
@@ -485,8 +477,13 @@ void initBdwgc() {
   Guard guard;
   void* setter = dlsym(RTLD_NEXT, "GC_set_on_collection_event");
   if (!setter) return;  // not a bdwgc program
-  gc::initTracking({real_GC_base.get(), real_GC_is_marked.get(), real_GC_size.get(),
-                    real_GC_call_with_alloc_lock.get()});
+  gc::Collector collector;
+  collector.isMarked = real_GC_is_marked.get();
+  collector.size = real_GC_size.get();
+  // libgc >= 7.6 (Debian 12 has 8.2); without it collected sets are not recorded.
+  collector.enumerateReachable = reinterpret_cast<decltype(collector.enumerateReachable)>(
+      dlsym(RTLD_NEXT, "GC_enumerate_reachable_objects_inner"));
+  gc::initTracking(collector);
   Dl_info self;
   if (dladdr(reinterpret_cast<void*>(&initBdwgc), &self) && self.dli_fname)
     findOwnModules(self.dli_fname);

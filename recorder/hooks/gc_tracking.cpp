@@ -1,5 +1,4 @@
-// The tracked live set of a Boehm-collected heap (gc_tracking.h): birth queues, the set, the
-// collected-set sweep, root sets and RAM dumps.
+// Mark-bit snapshots, root sets and RAM dumps of a Boehm-collected heap (gc_tracking.h).
 #include "gc_tracking.h"
 
 #include <sys/mman.h>
@@ -28,209 +27,188 @@ namespace {
 
 Collector g_collector;
 
-// ---------------------------------------------------------------------------------------------
-// Per-thread birth queues: single producer (the allocating thread), single consumer (whoever
-// holds the allocation lock). Blocks of addresses linked in order; the consumer unmaps blocks it
-// has finished.
-
-constexpr uint32_t kBlockEntries = (1u << 17) - 4;  // a 1 MiB block
-struct BirthBlock {
-  std::atomic<uint32_t> used{0};
-  std::atomic<BirthBlock*> next{nullptr};
-  uint64_t addresses[kBlockEntries];
-};
-
-struct Births {
-  BirthBlock* write = nullptr;        // producer
-  BirthBlock* read = nullptr;         // consumer
-  uint32_t readPos = 0;               // consumer
-  std::atomic<uint32_t> blocks{0};    // blocks not yet released by the consumer
-  std::atomic<bool> closed{false};    // the thread exited
-  Births* next = nullptr;             // registry
-  pthread_t self{};                   // the producing thread, and its recorder thread index
-  uint32_t ringIndex = log::kRecorderThread;  // (names its stack in root sets)
-};
-
-std::atomic<Births*> g_births{nullptr};  // registry, newest first
-__thread Births* t_births HEAPMAN_TLS = nullptr;
-pthread_key_t g_birthsKey;
-
-void consolidateLocked();
-void* consolidateCallback(void*);
-
-// pthread key destructor. An allocation in a later destructor starts a new queue. The queues are
-// drained now, so that a program whose threads come and go between collections does not keep
-// each one's queue (1 MiB of address space) until the next one: this thread's own goes at the
-// next thread's exit (the registry's head stays while producers may push there).
-void closeBirths(void* p) {
-  t_births = nullptr;
-  static_cast<Births*>(p)->closed.store(true, std::memory_order_release);
-  if (!t_inCallback && g_collector.callWithAllocLock)
-    g_collector.callWithAllocLock(consolidateCallback, nullptr);
-}
-
-Births* threadBirths() {
-  if (t_births) return t_births;
-  auto* b = static_cast<Births*>(mapBytes(sizeof(Births)));
-  auto* block = static_cast<BirthBlock*>(mapBytes(sizeof(BirthBlock)));
-  if (!b || !block) return nullptr;
-  new (b) Births;
-  new (block) BirthBlock;
-  b->write = b->read = block;
-  b->blocks.store(1, std::memory_order_relaxed);
-  b->self = pthread_self();
-  if (Ring* r = threadRing()) b->ringIndex = r->index;
-  Births* head = g_births.load(std::memory_order_relaxed);
-  do {
-    b->next = head;
-  } while (!g_births.compare_exchange_weak(head, b, std::memory_order_release,
-                                           std::memory_order_relaxed));
-  t_births = b;
-  pthread_setspecific(g_birthsKey, b);
-  return b;
-}
-
-void* consolidateCallback(void*) {
-  consolidateLocked();
-  return nullptr;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The tracked live set, as the sweep wants it: an array of keys in birth order (appending a birth
-// and visiting every object are sequential; no hashing). Keys are object addresses; bit 0 marks an
-// object of the GC_debug_* family (its recorded address lies past a debug header: the key holds
-// the object's base). Explicit frees are rare (none in Mono): each is noted with the array's size
-// at that moment and applied at the next compaction to the first birth of its key below that
-// mark, so that a later object at the same address (appended after the free) survives, and a free
-// of an object the set never held (libgc's own tables) removes nothing. Allocation lock held.
-
-// A growable array of u64 in mmap'd memory.
-class Keys {
+// A growable array in mmap'd memory (the collector's lock is held: no heap, no malloc).
+template <class T>
+class MappedArray {
  public:
   size_t size() const { return size_; }
-  uint64_t* data() { return data_; }
-  uint64_t& operator[](size_t i) { return data_[i]; }
-  bool push(uint64_t k) {
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+  bool push(const T& v) {
     if (size_ == cap_ && !grow(size_ + 1)) return false;
-    data_[size_++] = k;
+    data_[size_++] = v;
     return true;
   }
-  bool reserve(size_t n) { return n <= cap_ || grow(n); }
-  void truncate(size_t n) { size_ = n; }
+  void clear() { size_ = 0; }
 
  private:
   bool grow(size_t need) {
-    size_t cap = cap_ ? cap_ : 1u << 16;
+    size_t cap = cap_ ? cap_ : 1u << 14;
     while (cap < need) cap *= 2;
-    void* p = data_ ? mremap(data_, cap_ * sizeof(uint64_t), cap * sizeof(uint64_t), MREMAP_MAYMOVE)
-                    : mapBytes(cap * sizeof(uint64_t));
+    void* p = data_ ? mremap(data_, cap_ * sizeof(T), cap * sizeof(T), MREMAP_MAYMOVE)
+                    : mapBytes(cap * sizeof(T));
     if (!p || p == MAP_FAILED) return false;
-    data_ = static_cast<uint64_t*>(p);
+    data_ = static_cast<T*>(p);
     cap_ = cap;
     return true;
   }
-  uint64_t* data_ = nullptr;
+  T* data_ = nullptr;
   size_t size_ = 0, cap_ = 0;
 };
 
-Keys g_live;
-// Explicit frees not yet applied, as pairs (key, g_live's size when it was freed).
-Keys g_freed;
+// ---------------------------------------------------------------------------------------------
+// The snapshot being built (allocation lock held). A block handed back by the writer is reused:
+// its pages are faulted in already.
 
-// Applies the pending frees to g_live (order kept). The frees sorted by (key, mark) and a small
-// open-addressing index from key to its first pair; each birth of a freed key takes the first
-// pending free of that key whose mark lies above it, frees whose mark lies at or below it are
-// stale (the object was never tracked) and dropped.
-void applyFrees() {
-  size_t nf = g_freed.size() / 2;
-  if (nf == 0) return;
-  struct Pair {
-    uint64_t key, mark;
-  };
-  auto* pairs = reinterpret_cast<Pair*>(g_freed.data());
-  std::sort(pairs, pairs + nf, [](const Pair& x, const Pair& y) {
-    return x.key != y.key ? x.key < y.key : x.mark < y.mark;
-  });
-  size_t cap = 16;
-  while (cap < nf * 2) cap *= 2;
-  // Slot: index of the key's next pending pair + 1 (0: empty).
-  auto* index = static_cast<uint64_t*>(mapBytes(cap * sizeof(uint64_t)));
-  if (!index) return;  // out of memory: the frees wait for the next compaction
-  auto home = [&](uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 20) & (cap - 1); };
-  for (size_t i = 0; i < nf; ++i) {
-    if (i && pairs[i].key == pairs[i - 1].key) continue;
-    size_t h = home(pairs[i].key);
-    while (index[h]) h = (h + 1) & (cap - 1);
-    index[h] = i + 1;
+MarkSnapshot* g_snap = nullptr;
+size_t g_snapCap = 0;        // pages g_snap has room for
+MarkSnapshot::Page* g_page = nullptr;  // the page objects are being added to
+bool g_snapFailed = false;   // out of memory: this collection's snapshot is incomplete
+
+bool startSnapshot(uint32_t gc) {
+  g_snap = static_cast<MarkSnapshot*>(g.spareMarks.exchange(nullptr, std::memory_order_acquire));
+  if (!g_snap) {
+    size_t length = MarkSnapshot::bytesFor(1u << 12);
+    g_snap = static_cast<MarkSnapshot*>(mapBytes(length));
+    if (!g_snap) return false;
+    g_snap->mapLength = length;
   }
-  size_t out = 0;
-  for (size_t i = 0, n = g_live.size(); i < n; ++i) {
-    uint64_t k = g_live[i];
-    size_t h = home(k);
-    while (index[h] && pairs[index[h] - 1].key != k) h = (h + 1) & (cap - 1);
-    bool freed = false;
-    if (index[h]) {
-      size_t at = index[h] - 1;
-      while (at < nf && pairs[at].key == k && pairs[at].mark <= i) ++at;  // stale frees
-      if (at < nf && pairs[at].key == k) {
-        freed = true;
-        ++at;
+  g_snapCap = (g_snap->mapLength - sizeof(MarkSnapshot)) / sizeof(MarkSnapshot::Page);
+  g_snap->gcNumber = gc;
+  g_snap->count = 0;
+  g_snap->objects = 0;
+  g_page = nullptr;
+  g_snapFailed = false;
+  return true;
+}
+
+MarkSnapshot::Page* newPage(uint64_t page) {
+  if (g_snap->count == g_snapCap) {
+    size_t length = MarkSnapshot::bytesFor(g_snapCap * 2);
+    void* p = mremap(g_snap, g_snap->mapLength, length, MREMAP_MAYMOVE);
+    if (p == MAP_FAILED) {
+      g_snapFailed = true;
+      return nullptr;
+    }
+    g_snap = static_cast<MarkSnapshot*>(p);
+    g_snap->mapLength = length;
+    g_snapCap *= 2;
+  }
+  MarkSnapshot::Page* pg = &g_snap->pages()[g_snap->count++];
+  pg->page = page;
+  std::memset(pg->bits, 0, sizeof pg->bits);
+  return pg;
+}
+
+// A marked object starts at p. The collector reports a block's objects in address order, so
+// a page's objects arrive together and each page gets one entry.
+inline void addMarked(uint64_t p) {
+  uint64_t page = p & ~(MarkSnapshot::kPageBytes - 1);
+  if (!g_page || g_page->page != page) {
+    g_page = newPage(page);
+    if (!g_page) return;
+  }
+  uint64_t bit = (p & (MarkSnapshot::kPageBytes - 1)) >> 3;
+  g_page->bits[bit >> 6] |= uint64_t{1} << (bit & 63);
+}
+
+// Objects for the RAM dump of this collection, when it has one.
+struct DumpObject {
+  uint64_t address, size;
+};
+MappedArray<DumpObject> g_dumpObjects;
+bool g_forDump = false;
+
+// libgc: one call per marked object.
+void onReachable(void* p, size_t bytes, void*) {
+  auto a = reinterpret_cast<uint64_t>(p);
+  addMarked(a);
+  g_snap->objects++;
+  if (g_forDump) g_dumpObjects.push({a, bytes});
+}
+
+// Mono's fork: one call per block in use. Its mark bits are copied from the header where the
+// layout is known and checked (MarkLayout), else read object by object with GC_is_marked.
+enum class FastMarks : uint8_t { kChecking, kOn, kOff };
+FastMarks g_fastMarks = FastMarks::kChecking;
+uint32_t g_fastChecked = 0;  // objects checked both ways
+constexpr uint32_t kFastChecks = 200000;
+
+void onBlock(void* block, unsigned long) {
+  auto h = reinterpret_cast<uint64_t>(block);
+  const MarkLayout& ml = g_collector.marks;
+  bool fast = ml.findHeader && g_fastMarks != FastMarks::kOff;
+  bool check = g_fastMarks == FastMarks::kChecking;
+  uint64_t bits[8] = {};
+  const uint8_t* header = nullptr;
+  if (fast) {
+    header = static_cast<const uint8_t*>(ml.findHeader(block));
+    fast = reinterpret_cast<uintptr_t>(header) > 4095;  // else not a block start
+    // A block of small objects must end at 4 KiB (the next address has another header).
+    if (fast && check && ml.findHeader(reinterpret_cast<void*>(h + 4096)) == header &&
+        g_collector.size(block) <= 2048) {
+      say("the collector's blocks are larger than 4 KiB; reading mark bits through GC_is_marked");
+      fast = false;
+      g_fastMarks = FastMarks::kOff;
+    }
+  }
+  if (fast) std::memcpy(bits, header + ml.marksOffset, sizeof bits);
+  size_t size = 0;
+  if (!fast || check || g_forDump) size = g_collector.size(block);
+  if (!fast || check) {
+    // Object starts: every `size` bytes in a block of small objects, the block start for a large
+    // object (the bits past them are the collector's own: an end marker).
+    uint64_t slow[8] = {};
+    uint64_t end = size > 0 && size <= MarkSnapshot::kPageBytes ? MarkSnapshot::kPageBytes : 1;
+    for (uint64_t off = 0; size && off + std::min<uint64_t>(size, end) <= end; off += size) {
+      if (g_collector.isMarked(reinterpret_cast<void*>(h + off))) {
+        uint64_t bit = off >> 3;
+        slow[bit >> 6] |= uint64_t{1} << (bit & 63);
       }
-      index[h] = at + 1;  // the key's next pending free (past its pairs: harmless)
+      if (fast && check) {
+        uint64_t bit = off >> 3;
+        bool a = (bits[bit >> 6] >> (bit & 63)) & 1, b = (slow[bit >> 6] >> (bit & 63)) & 1;
+        if (a != b) {
+          say("the collector's mark bits are not where this build keeps them; reading them "
+              "through GC_is_marked");
+          g_fastMarks = FastMarks::kOff;
+          check = false;
+        }
+        if (++g_fastChecked >= kFastChecks && g_fastMarks == FastMarks::kChecking)
+          g_fastMarks = FastMarks::kOn;
+      }
     }
-    if (!freed) g_live[out++] = k;
+    if (!fast || g_fastMarks == FastMarks::kOff) std::memcpy(bits, slow, sizeof bits);
   }
-  g_live.truncate(out);
-  g_freed.truncate(0);
-  munmap(index, cap * sizeof(uint64_t));
-}
-
-// Allocation lock held.
-void consolidateLocked() {
-  Births* prev = nullptr;
-  for (Births* b = g_births.load(std::memory_order_acquire), *after; b; b = after) {
-    after = b->next;
-    for (;;) {
-      BirthBlock* blk = b->read;
-      uint32_t n = blk->used.load(std::memory_order_acquire);
-      if (g_live.reserve(g_live.size() + (n - b->readPos)))
-        for (uint32_t i = b->readPos; i < n; ++i) g_live.push(blk->addresses[i]);
-      b->readPos = n;
-      BirthBlock* next = blk->next.load(std::memory_order_acquire);
-      if (n < kBlockEntries || !next) break;
-      b->read = next;
-      b->readPos = 0;
-      munmap(blk, sizeof(BirthBlock));
-      b->blocks.fetch_sub(1, std::memory_order_relaxed);
-    }
-    // A thread that exited and whose births are all in the set: unlink (never the list head,
-    // where producers push) and unmap.
-    if (prev && b->closed.load(std::memory_order_acquire) &&
-        b->readPos == b->read->used.load(std::memory_order_acquire) &&
-        !b->read->next.load(std::memory_order_acquire)) {
-      prev->next = after;
-      munmap(b->read, sizeof(BirthBlock));
-      munmap(b, sizeof(Births));
-      continue;
-    }
-    prev = b;
+  uint64_t any = 0;
+  for (uint64_t w : bits) any |= w;
+  if (!any) return;  // nothing marked: every tracked object here was collected
+  MarkSnapshot::Page* pg = newPage(h);
+  if (!pg) return;
+  std::memcpy(pg->bits, bits, sizeof bits);
+  if (!g_forDump || !size) return;
+  for (uint64_t off = 0; off < MarkSnapshot::kPageBytes; off += size) {
+    uint64_t bit = off >> 3;
+    if (!((bits[bit >> 6] >> (bit & 63)) & 1)) continue;
+    if (size <= MarkSnapshot::kPageBytes && off + size > MarkSnapshot::kPageBytes) break;
+    g_dumpObjects.push({h + off, size});
+    if (size > MarkSnapshot::kPageBytes) break;
   }
 }
 
-// An object the set never held (libgc's own tables) is not an error: its Free record is in the
-// log, and replay counts it as an unknown free; here its free removes nothing (applyFrees).
-void* eraseCallback(void* key) {
-  consolidateLocked();
-  g_freed.push(reinterpret_cast<uint64_t>(key));
-  g_freed.push(g_live.size());
-  // Many frees and no collection (GC_disable): apply them now and then, so memory stays bounded.
-  if (g_freed.size() / 2 > (1u << 20) && g_freed.size() / 2 > g_live.size() / 4) applyFrees();
-  return nullptr;
-}
+// HEAPMAN_STATS=1: the snapshots' cost, printed at exit.
+struct SnapshotStats {
+  uint64_t snapshots = 0, pages = 0, ns = 0;
+} g_snapStats;
 
-// The collected set of the collection being finished (mmap'd, grown with the live set).
-uint64_t* g_collected = nullptr;
-size_t g_collectedCap = 0;
+__attribute__((destructor)) void printSnapshotStats() {
+  if (!g_snapStats.snapshots || !getenv("HEAPMAN_STATS")) return;
+  say("%llu mark snapshots (%.0f pages each) took %.1f ms under the collector's lock (%.1f us "
+      "each)",
+      static_cast<unsigned long long>(g_snapStats.snapshots),
+      static_cast<double>(g_snapStats.pages) / g_snapStats.snapshots, g_snapStats.ns / 1e6,
+      static_cast<double>(g_snapStats.ns) / 1e3 / g_snapStats.snapshots);
+}
 
 // Stack bounds of threads, cached by pthread_t. Allocation lock held.
 struct StackInfo {
@@ -248,20 +226,14 @@ uint32_t g_dumpEvery = 1;
 char g_dumpEvent[256] = {};
 std::atomic<bool> g_dumpRequested{false};
 
-void afterForkChild() {
-  // The child records into its own log: objects inherited from the parent were not born there.
-  g_births.store(nullptr, std::memory_order_relaxed);  // the parent's queues stay mapped, unused
-  t_births = nullptr;
-  g_live.truncate(0);
-  g_freed.truncate(0);
-  g_stackCount = 0;
-}
+void afterForkChild() { g_stackCount = 0; }
 
 }  // namespace
 
 void initTracking(const Collector& c) {
   g_collector = c;
-  pthread_key_create(&g_birthsKey, closeBirths);
+  if (!c.enumerateReachable && !c.applyToAllBlocks)
+    say("this collector has no way to list its marked objects: collected sets are not recorded");
   if (const char* policy = getenv("HEAPMAN_RAM_DUMPS")) {
     if (std::strcmp(policy, "every") == 0) {
       g_dumpPolicy = DumpPolicy::kEvery;
@@ -276,156 +248,32 @@ void initTracking(const Collector& c) {
   pthread_atfork(nullptr, nullptr, afterForkChild);
 }
 
-// Hot path: one store and one release store.
-void trackBirth(uint64_t key) {
-  Births* b = threadBirths();
-  if (!b) return;
-  BirthBlock* w = b->write;
-  uint32_t u = w->used.load(std::memory_order_relaxed);
-  if (__builtin_expect(u == kBlockEntries, 0)) {
-    auto* block = static_cast<BirthBlock*>(mapBytes(sizeof(BirthBlock)));
-    if (!block) return;
-    new (block) BirthBlock;
-    w->next.store(block, std::memory_order_release);
-    b->write = w = block;
-    u = 0;
-    // Many births and no collection (GC_disable, uncollectable objects): drain under the lock
-    // now and then, so the queue stays bounded.
-    if (b->blocks.fetch_add(1, std::memory_order_relaxed) >= 8 && !t_inCallback)
-      g_collector.callWithAllocLock(consolidateCallback, nullptr);
-  }
-  w->addresses[u] = key;
-  w->used.store(u + 1, std::memory_order_release);
-}
-
-void untrack(uint64_t key) {
-  if (t_inCallback)
-    eraseCallback(reinterpret_cast<void*>(key));  // we hold the lock already
-  else
-    g_collector.callWithAllocLock(eraseCallback, reinterpret_cast<void*>(key));
-}
-
-// The direct mark-bit test (MarkLayout): checked against GC_base/GC_is_marked on every object of
-// the sweeps until 200 000 objects agreed, then trusted.
-enum class FastMarks : uint8_t { kChecking, kOn, kOff };
-FastMarks g_fastMarks = FastMarks::kChecking;
-uint32_t g_fastChecked = 0;                 // objects checked both ways
-constexpr uint32_t kFastChecks = 200000;
-
-// HEAPMAN_STATS=1: the sweep's cost, printed at exit.
-struct SweepStats {
-  uint64_t sweeps = 0, objects = 0, ns = 0;
-} g_sweepStats;
-
-__attribute__((destructor)) void printSweepStats() {
-  if (!g_sweepStats.sweeps || !getenv("HEAPMAN_STATS")) return;
-  say("%llu sweeps tested %llu objects in %.1f ms (%.1f ns per object)",
-      static_cast<unsigned long long>(g_sweepStats.sweeps),
-      static_cast<unsigned long long>(g_sweepStats.objects), g_sweepStats.ns / 1e6,
-      g_sweepStats.objects ? static_cast<double>(g_sweepStats.ns) / g_sweepStats.objects : 0.0);
-}
-
-size_t sweep(uint64_t debugOffset) {
+void emitMarks(Ring* r, uint32_t gc, bool forDump) {
   uint64_t t0 = monotonicNs();
-  consolidateLocked();
-  applyFrees();
-  if (g_collectedCap < g_live.size()) {
-    if (g_collected) munmap(g_collected, g_collectedCap * sizeof(uint64_t));
-    g_collectedCap = std::max<size_t>(g_live.size() * 2, 1u << 16);
-    g_collected = static_cast<uint64_t*>(mapBytes(g_collectedCap * sizeof(uint64_t)));
-    if (!g_collected) {
-      g_collectedCap = 0;
-      return 0;
-    }
+  g_dumpObjects.clear();
+  g_forDump = forDump;
+  if (!r || (!g_collector.enumerateReachable && !g_collector.applyToAllBlocks)) return;
+  if (!startSnapshot(gc)) return;
+  if (g_collector.enumerateReachable)
+    g_collector.enumerateReachable(onReachable, nullptr);
+  else
+    g_collector.applyToAllBlocks(onBlock, 0);
+  g_snap->copyNs = monotonicNs() - t0;
+  g_snapStats.snapshots++;
+  g_snapStats.pages += g_snap->count;
+  g_snapStats.ns += g_snap->copyNs;
+  // An incomplete snapshot would make the writer report live objects as collected: none then
+  // (they are reported at the next collection with a complete one).
+  RawEvent* e = g_snapFailed ? nullptr : begin(r, Kind::kMarks, 0, 0);
+  if (!e) {
+    munmap(g_snap, g_snap->mapLength);
+    g_snap = nullptr;
+    return;
   }
-  auto* base = g_collector.base;
-  auto* isMarked = g_collector.isMarked;
-  auto collectedSlow = [&](void* p) { return base(p) != p || !isMarked(p); };
-  const MarkLayout& ml = g_collector.marks;
-  bool fast = ml.findHeader && g_fastMarks != FastMarks::kOff;
-  bool check = g_fastMarks == FastMarks::kChecking;
-  // Each 4 KiB block is looked at once. A block in use at the end of a collection holds the
-  // object size it held when each tracked object in it was born (freeing it needs them dead,
-  // reusing it the lock the collector holds), so they are all still object starts and their mark
-  // bits decide; a free block holds none of them. The block's state comes from its header where
-  // the layout is known (MarkLayout), else from GC_base on its first object (0: free).
-  enum class Block : uint8_t { kUnknown, kFree, kInUse, kMarks };
-  uintptr_t lastBlock = UINTPTR_MAX;
-  Block state = Block::kUnknown;
-  bool viaHeader = false;  // the state came from the header (checked while `check`)
-  const uint8_t* header = nullptr;
-  auto classify = [&](void* p, uintptr_t block) {
-    viaHeader = false;
-    if (fast) {
-      auto* h = static_cast<const uint8_t*>(ml.findHeader(reinterpret_cast<void*>(block)));
-      if (reinterpret_cast<uintptr_t>(h) > 4095) {  // else a forwarding count: no header here
-        header = h;
-        viaHeader = true;
-        void* map;
-        std::memcpy(&map, header + ml.mapOffset, sizeof map);
-        return map == *ml.invalidMap ? Block::kFree : Block::kMarks;
-      }
-    }
-    void* b = base(p);
-    return b == p ? Block::kInUse : b == nullptr ? Block::kFree : Block::kUnknown;
-  };
-  // One pass: the collected go to the buffer, the survivors move down in place.
-  size_t n = 0, kept = 0;
-  for (size_t i = 0, total = g_live.size(); i < total; ++i) {
-    uint64_t key = g_live[i];
-    auto* p = reinterpret_cast<void*>(key & ~uint64_t{1});
-    uintptr_t block = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{4095};
-    if (block != lastBlock) {
-      lastBlock = block;
-      state = classify(p, block);
-    }
-    bool collected;
-    switch (state) {
-      case Block::kFree: collected = true; break;
-      case Block::kInUse: collected = !isMarked(p); break;
-      case Block::kMarks: {
-        uintptr_t bit = (reinterpret_cast<uintptr_t>(p) - block) >> ml.granuleShift;
-        uint64_t word;
-        std::memcpy(&word, header + ml.marksOffset + (bit >> 6) * 8, sizeof word);
-        collected = !((word >> (bit & 63)) & 1);
-        break;
-      }
-      default: collected = collectedSlow(p); break;  // p is not an object start any more
-    }
-    if (check && viaHeader && collected != collectedSlow(p)) {
-      g_fastMarks = FastMarks::kOff;
-      fast = check = false;
-      say("the collector's mark bits are not where this build keeps them; sweeping through "
-          "GC_base/GC_is_marked");
-      collected = collectedSlow(p);
-      state = classify(p, block);
-    }
-    if (collected)
-      g_collected[n++] = (key & 1) ? (key & ~uint64_t{1}) + debugOffset : key;
-    else
-      g_live[kept++] = key;
-  }
-  if (check && (g_fastChecked += static_cast<uint32_t>(std::min<size_t>(n + kept, 1u << 20))) >= kFastChecks)
-    g_fastMarks = FastMarks::kOn;
-  g_live.truncate(kept);
-  g_sweepStats.sweeps++;
-  g_sweepStats.objects += n + kept;
-  g_sweepStats.ns += monotonicNs() - t0;
-  return n;
-}
-
-const uint64_t* collected() { return g_collected; }
-
-void emitCollected(Ring* r, uint32_t gc, const uint64_t* addrs, size_t n) {
-  constexpr uint32_t kBatch = 8192;
-  for (size_t at = 0; at < n; at += kBatch) {
-    auto k = static_cast<uint32_t>(std::min<size_t>(kBatch, n - at));
-    RawEvent* e = begin(r, Kind::kCollected, 0, k * sizeof(uint64_t));
-    if (!e) continue;  // counted as lost by begin()
-    e->a = gc;
-    std::memcpy(extraOf(e), addrs + at, k * sizeof(uint64_t));
-    commit(r, e);
-  }
+  e->a = reinterpret_cast<uint64_t>(g_snap);
+  e->b = gc;
+  commit(r, e);
+  g_snap = nullptr;
 }
 
 void emitRootSet(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n) {
@@ -446,20 +294,13 @@ bool dumpThisGc(uint32_t gc) {
   return false;
 }
 
-// Two passes over the set: sizes, then bytes (memcpy).
+// The objects emitMarks noted, then the roots and stacks: one memcpy each.
 void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots) {
   uint64_t t0 = monotonicNs();
-  auto* size = g_collector.size;
-  // Sizes once (into the collected-address buffer, free again once emitCollected copied it).
-  if (g_collectedCap < g_live.size()) return;
-  size_t count = 0, bytes = 0;
-  for (size_t i = 0; i < g_live.size(); ++i) {
-    g_collected[count] = size(reinterpret_cast<void*>(g_live[i] & ~uint64_t{1}));
-    bytes += g_collected[count++];
-  }
-  size_t objects = count;
+  size_t objects = g_dumpObjects.size(), bytes = 0;
+  for (size_t i = 0; i < objects; ++i) bytes += g_dumpObjects[i].size;
   for (size_t i = 0; i < nroots; ++i) bytes += roots[i].size;
-  count += nroots;
+  size_t count = objects + nroots;
   size_t header = sizeof(RamDump) + count * sizeof(RamDump::Entry);
   size_t need = (header + bytes + 4095) & ~size_t{4095};
   // The writer hands the last block back: its pages are already faulted in.
@@ -476,15 +317,12 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
   RamDump::Entry* out = d->entries();
   uint64_t off = header;
   uint32_t k = 0;
-  auto put = [&](uint64_t address, const void* src, uint64_t len, log::SegmentKind kind) {
-    out[k] = {address, len, off, static_cast<uint8_t>(kind), {}};
-    std::memcpy(reinterpret_cast<uint8_t*>(d) + off, src, len);
-    off += len;
-    ++k;
-  };
   for (size_t i = 0; i < objects; ++i) {
-    auto* p = reinterpret_cast<void*>(g_live[i] & ~uint64_t{1});
-    put(reinterpret_cast<uint64_t>(p), p, g_collected[i], log::SegmentKind::kObject);
+    const DumpObject& o = g_dumpObjects[i];
+    out[k++] = {o.address, o.size, off, static_cast<uint8_t>(log::SegmentKind::kObject), {}};
+    std::memcpy(reinterpret_cast<uint8_t*>(d) + off, reinterpret_cast<const void*>(o.address),
+                o.size);
+    off += o.size;
   }
   // Roots and stacks are ranges the runtime told us about, not memory the collector owns: one may
   // be gone already (a root unregistered late, a thread's stack unmapped). Copied through the
@@ -560,8 +398,8 @@ uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp) {
 }
 
 uint32_t threadIndexOf(pthread_t t) {
-  for (Births* b = g_births.load(std::memory_order_acquire); b; b = b->next)
-    if (!b->closed.load(std::memory_order_acquire) && pthread_equal(b->self, t)) return b->ringIndex;
+  for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next)
+    if (!r->closed.load(std::memory_order_acquire) && pthread_equal(r->thread, t)) return r->index;
   return log::kRecorderThread;
 }
 

@@ -1,17 +1,17 @@
-// The set of tracked live objects of a Boehm-collected heap, and what a collection does with it:
-// shared by the bdwgc layer (hooks/bdwgc.cpp, LD_PRELOAD on libgc.so.1) and the Mono layer
-// (hooks/mono.cpp, the Boehm fork linked into mono-boehm). Both collectors answer the same
-// questions (GC_base, GC_is_marked, GC_size) and take the same allocation lock; each layer hands
-// its collector's entry points to initTracking().
+// What a collection of a Boehm-collected heap leaves behind for the log: which objects it kept
+// (a snapshot of the mark bits), the root set, RAM dumps. Shared by the bdwgc layer
+// (hooks/bdwgc.cpp, LD_PRELOAD on libgc.so.1) and the Mono layer (hooks/mono.cpp, the Boehm fork
+// linked into mono-boehm); each hands its collector's entry points to initTracking().
 //
-// Births. Each thread appends the objects it allocates to its own queue (no lock, no atomic RMW
-// on the hot path); the queues are drained into one hash set only while the collector's
-// allocation lock is held (in a collection callback, or through GC_call_with_alloc_lock).
-//
-// Which objects a collection freed, exactly: after marking and after finalizable objects were
-// resurrected (bdwgc: GC_EVENT_RECLAIM_END; Mono: MONO_GC_EVENT_END), with the lock held, an
-// object p of the set was collected iff GC_base(p) != p || !GC_is_marked(p) (GC_base first:
-// blocks freed whole are gone by then and GC_is_marked on them crashes). shared/FINDINGS.md.
+// Which objects a collection freed, exactly. The program's threads keep no set of live objects:
+// an allocation is one ring record and nothing else. After marking and after finalizable objects
+// were resurrected (bdwgc: GC_EVENT_RECLAIM_END; Mono: MONO_GC_EVENT_END), with the allocation
+// lock held, emitMarks() copies which objects the collector marked into a MarkSnapshot
+// (core/gc_events.h): libgc enumerates them (GC_enumerate_reachable_objects_inner); in Mono's
+// fork every block in use is visited (GC_apply_to_all_blocks) and its mark bits are copied from
+// its header. The writer thread, which sees every allocation and free in order, tests its set of
+// tracked live objects against the snapshot off the lock: tracked and not marked means
+// collected (core/tracked_set.h). shared/FINDINGS.md has why that moment is exact.
 #pragma once
 
 #include <pthread.h>
@@ -26,24 +26,25 @@
 
 namespace heapman::rec::gc {
 
-// Where a collector build keeps a block's mark bits, for a sweep that reads them directly: the
-// block header (findHeader, one call per 4 KiB block instead of two calls per object), whose
-// `map` field equals *invalidMap once the block is free, and a mark bit per 2^granuleShift bytes
-// in words from marksOffset. Read off the build's own GC_base / GC_is_marked; the sweep checks it
-// against them on its first objects and falls back to them for good on any disagreement.
+// Where a collector build keeps a block's mark bits, for copying them directly: the block header
+// (findHeader), and a mark bit per 8 bytes in words from marksOffset. Read off the build's own
+// GC_is_marked; emitMarks checks it against GC_is_marked on its first objects and falls back to
+// GC_is_marked per object for good on any disagreement.
 struct MarkLayout {
   void* (*findHeader)(void*) = nullptr;
-  void* const* invalidMap = nullptr;
-  uint32_t mapOffset = 0, marksOffset = 0, granuleShift = 0;
+  uint32_t marksOffset = 0;
 };
 
-// The collector's entry points (the layer finds them with dlsym).
+// The collector's entry points (the layer finds them with dlsym). One of enumerateReachable and
+// applyToAllBlocks finds the marked objects.
 struct Collector {
-  void* (*base)(void*) = nullptr;
   int (*isMarked)(const void*) = nullptr;
   size_t (*size)(const void*) = nullptr;
-  void* (*callWithAllocLock)(void* (*)(void*), void*) = nullptr;
-  MarkLayout marks;  // optional (findHeader null: the sweep calls base and isMarked per object)
+  // libgc >= 7.6: calls fn(object, bytes, data) for each marked object (lock held).
+  void (*enumerateReachable)(void (*fn)(void*, size_t, void*), void* data) = nullptr;
+  // Mono's fork: calls fn(block, data) for each block in use (lock held).
+  void (*applyToAllBlocks)(void (*fn)(void*, unsigned long), unsigned long data) = nullptr;
+  MarkLayout marks;  // optional, with applyToAllBlocks
 };
 
 // Set while this thread runs a collection callback of ours (it holds the allocation lock).
@@ -52,27 +53,18 @@ extern __thread bool t_inCallback HEAPMAN_TLS;
 // mmap'd memory: never a hooked heap.
 void* mapBytes(size_t n);
 
-// Once, before the first birth: the collector, the RAM dump policy (HEAPMAN_RAM_DUMPS) and the
-// fork handler.
+// Once, before the first collection: the collector, the RAM dump policy (HEAPMAN_RAM_DUMPS).
 void initTracking(const Collector& c);
 
-// Hot path: the calling thread allocated the object `key` (its address; bit 0 set for a GC_debug
-// object, whose key is its base).
-void trackBirth(uint64_t key);
-// An explicit free: the object leaves the set (takes the allocation lock unless held).
-void untrack(uint64_t key);
-
-// Allocation lock held: drains the queues, then removes every collected object from the set.
-// Returns how many; their keys are in collected() (a debug object's as base + debugOffset).
-size_t sweep(uint64_t debugOffset = 0);
-const uint64_t* collected();
-
-// Ring events for the collection `gc`: the collected set (batches of at most 8192 addresses),
-// the root set, and, when the policy asks for one, the RAM dump (every live object, the roots
-// and the stacks, copied with memcpy into one block the writer compresses later).
-void emitCollected(Ring* r, uint32_t gc, const uint64_t* addrs, size_t n);
+// Allocation lock held, at the end of collection `gc`: the mark-bit snapshot as a kMarks ring
+// event; with `forDump`, also notes every marked object for emitRamDump.
+void emitMarks(Ring* r, uint32_t gc, bool forDump);
+// The root set as a kRootSet event.
 void emitRootSet(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
+// Whether the RAM dump policy wants a dump at collection `gc` (asks once per collection).
 bool dumpThisGc(uint32_t gc);
+// After emitMarks(..., true): the RAM dump (every marked object, the roots and the stacks, copied
+// with memcpy into one block the writer compresses later).
 void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
 
 // Stack bounds of a thread, cached (pthread_getattr_np allocates and, for the main thread, reads
@@ -81,8 +73,7 @@ bool stackOf(pthread_t t, uint64_t& low, uint64_t& high);
 // The part of [low, high) in use: from `sp` when it lies inside, else from the lowest resident
 // page (reading below it would only grow the main thread's stack mapping).
 uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp);
-// The recorder thread index of a thread that allocated from the collected heap, else
-// log::kRecorderThread.
+// The recorder thread index of a recording thread, else log::kRecorderThread.
 uint32_t threadIndexOf(pthread_t t);
 
 // A root range registered (added) or unregistered, with the runtime's label (may be null), as a

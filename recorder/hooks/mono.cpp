@@ -10,9 +10,10 @@
 //   collector's size (GC_size), the class (a TypeDef the first time a class is seen, named by
 //   mono_type_get_name: generic and nested classes spelled out), and the managed stack;
 // - collections: GcBegin at MONO_GC_EVENT_START (the collector's lock held), and at
-//   MONO_GC_EVENT_END the objects it freed, exactly, by gc_tracking's GC_base/GC_is_marked sweep
-//   (Mono forwards no RECLAIM event; at END finalizable objects are already resurrected), the
-//   root set, the RAM dump the policy asks for, and GcEnd;
+//   MONO_GC_EVENT_END a snapshot of the mark bits of every block in use, from which the writer
+//   thread derives exactly which tracked objects the collection freed (gc_tracking.h; Mono
+//   forwards no RECLAIM event; at END finalizable objects are already resurrected), the root
+//   set, the RAM dump the policy asks for, and GcEnd;
 // - root registrations and unregistrations with their source and name, threads' stack ranges
 //   (thread_started runs on the new thread), JIT'ed methods with their code ranges, GC handles
 //   created and deleted, objects whose finalizer is about to run.
@@ -106,20 +107,15 @@ bool findApi() {
 #define HEAPMAN_MONO_FIND(fn) ok = find(m.fn, #fn) && ok;
   HEAPMAN_MONO_API(HEAPMAN_MONO_FIND)
 #undef HEAPMAN_MONO_FIND
-  ok = find(m.collector.base, "GC_base") && ok;
   ok = find(m.collector.isMarked, "GC_is_marked") && ok;
   ok = find(m.collector.size, "GC_size") && ok;
-  ok = find(m.collector.callWithAllocLock, "GC_call_with_alloc_lock") && ok;
+  ok = find(m.collector.applyToAllBlocks, "GC_apply_to_all_blocks") && ok;
   ok = find(m.gcNo, "GC_gc_no") && ok;
-  // Mono 6.8's Boehm fork (read off its GC_base / GC_is_marked): block headers from
-  // GC_find_header, hb_map at 0x20 (GC_invalid_map once free), hb_marks words at 0x30, a mark bit
-  // per 8-byte word. Checked by the sweep before it is trusted (gc_tracking.h, MarkLayout).
+  // Mono 6.8's Boehm fork (read off its GC_is_marked): block headers from GC_find_header, hb_marks
+  // words at 0x30, a mark bit per 8-byte word. Checked against GC_is_marked before it is trusted
+  // (gc_tracking.h, MarkLayout).
   m.collector.marks.findHeader = reinterpret_cast<void* (*)(void*)>(dlsym(RTLD_DEFAULT, "GC_find_header"));
-  m.collector.marks.invalidMap = reinterpret_cast<void* const*>(dlsym(RTLD_DEFAULT, "GC_invalid_map"));
-  if (!m.collector.marks.invalidMap) m.collector.marks.findHeader = nullptr;
-  m.collector.marks.mapOffset = 0x20;
   m.collector.marks.marksOffset = 0x30;
-  m.collector.marks.granuleShift = 3;
   return ok;
 }
 
@@ -428,7 +424,6 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
     e->extra = key;
     commit(r, e);
   }
-  gc::trackBirth(reinterpret_cast<uint64_t>(obj));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -505,8 +500,8 @@ void onThreadStarted(MonoProfiler*, uintptr_t) {
   if (!g_on.load(std::memory_order_relaxed) || t_guard) return;
   Guard guard;
   Ring* r = threadRing();  // the thread's ThreadStart record, with its stack range
-  uint64_t low = 0, high = 0;
-  threadStackBounds(pthread_self(), low, high);
+  uint64_t low = r ? r->stackLow : 0, high = r ? r->stackHigh : 0;
+  if (!r) threadStackBounds(pthread_self(), low, high);
   SpinLock lock;
   for (int i = 0; i < g_threadCount; ++i)
     if (pthread_equal(g_threads[i].self, pthread_self())) return;
@@ -606,13 +601,13 @@ void onGcStart() {
 }
 
 void onGcEnd() {
-  size_t n = gc::sweep();
   Ring* r = threadRing();
   if (!r) return;
-  gc::emitCollected(r, g_gcNumber, gc::collected(), n);
+  bool dump = gc::dumpThisGc(g_gcNumber);
+  gc::emitMarks(r, g_gcNumber, dump);
   size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
   gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (gc::dumpThisGc(g_gcNumber)) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+  if (dump) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
   if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
     auto heap = static_cast<uint64_t>(m.mono_gc_get_heap_size());
     auto used = static_cast<uint64_t>(m.mono_gc_get_used_size());
