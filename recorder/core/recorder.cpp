@@ -133,7 +133,7 @@ Ring* threadRing() {
   return r;
 }
 
-RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_t seqs) {
+RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   uint32_t size = static_cast<uint32_t>(
       (sizeof(RawEvent) + nframes * sizeof(uint64_t) + extraLen + 7) & ~uint64_t{7});
   const uint64_t mask = r->capacity - 1;
@@ -180,7 +180,11 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_
   // Numbers and time first, then the record: a locked instruction waits for every store before
   // it, and the record's stores go to a ring line that may still be on its way.
   uint64_t lostSeq = r->lostPending ? g.seq.fetch_add(1, std::memory_order_acq_rel) : 0;
-  uint64_t seq = g.seq.fetch_add(seqs, std::memory_order_acq_rel);
+  // An allocation takes no number of its own (ring.h): it reads the next one and goes before
+  // that event. A plain load instead of a locked increment (~10 ns here) on the commonest event.
+  const uint16_t seqs = kind == Kind::kAlloc ? 0 : 1;
+  uint64_t seq = seqs ? g.seq.fetch_add(1, std::memory_order_acq_rel)
+                      : g.seq.load(std::memory_order_acquire);
   uint64_t tsc = __rdtsc();
   if (r->lostPending) {
     auto* lost = reinterpret_cast<RawEvent*>(r->data + (head & mask));
@@ -235,7 +239,7 @@ void recordModules() {
   if (!r) return;
   std::string blob = serializeModules(scanModules());
   if (blob.size() > r->capacity / 4) return;  // the writer's periodic rescan will see them
-  RawEvent* e = begin(r, Kind::kModules, 0, static_cast<uint32_t>(blob.size()), kModuleSeqs);
+  RawEvent* e = begin(r, Kind::kModules, 0, static_cast<uint32_t>(blob.size()));
   if (!e) return;
   std::memcpy(extraOf(e), blob.data(), blob.size());
   commit(r, e);
@@ -495,7 +499,7 @@ void afterForkChild() {
   g.rings.store(nullptr, std::memory_order_relaxed);
   g.nextThread.store(0, std::memory_order_relaxed);
   g.frameNo.store(0, std::memory_order_relaxed);
-  g.seq.store(kStartupSeqs, std::memory_order_relaxed);
+  g.seq.store(0, std::memory_order_relaxed);
   g.stop.store(0, std::memory_order_relaxed);
   g.flushRequests.store(0, std::memory_order_relaxed);
   g.flushesDone.store(0, std::memory_order_relaxed);
@@ -547,7 +551,7 @@ __attribute__((constructor(101))) void start() {
   pthread_key_create(&g.threadKey, threadExit);
   installCrashHandlers();
   pthread_atfork(nullptr, nullptr, afterForkChild);
-  g.seq.store(kStartupSeqs, std::memory_order_relaxed);
+  g.seq.store(0, std::memory_order_relaxed);
   if (initMono) initMono();  // before recording starts: it decides whether mallocs are recorded
   g.active.store(true, std::memory_order_release);
   if (initBdwgc) initBdwgc();  // before the writer: the log header names the runtimes

@@ -32,11 +32,6 @@ struct Guard {
 };
 
 // Process-wide state, in static storage, constant-initialized (no global constructors).
-// Sequence numbers below this are the writer's, for the modules loaded at start: they come
-// first in the log, whenever the writer thread gets to run.
-inline constexpr uint64_t kStartupSeqs = 4096;
-// Sequence numbers a module-list event holds (ModuleLoad/Unload records it may turn into).
-inline constexpr uint16_t kModuleSeqs = 1024;
 
 // After dlopen/dlclose (hooks): snapshot the module list into this thread's ring, in order with
 // its other events.
@@ -103,10 +98,11 @@ extern State g;
 Ring* threadRing();
 
 // Two-phase emit. begin() reserves room in the ring, marks the thread busy and takes the
-// sequence number; the caller fills the record and calls commit(). Between them the thread must
+// sequence number (an allocation only reads it: ring.h); the caller fills the record and calls
+// commit(). Between them the thread must
 // not block on anything the writer thread waits for. begin() returns null (event dropped and
 // counted as lost) when the ring stays full for too long.
-RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen, uint16_t seqs = 1);
+RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen);
 void commit(Ring* r, RawEvent* e);
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.

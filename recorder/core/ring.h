@@ -5,11 +5,14 @@
 // (header + frames + inline bytes), 8-byte aligned; a record that does not fit before the end of
 // the buffer is preceded by a PAD record filling the rest.
 //
-// Ordering across threads (see docs/DESIGN.md, "Recorder"): every event takes a global
-// sequence number. While a thread is between taking its number and committing the record it
-// keeps `busy` set; the writer computes a watermark below which no event can still arrive and
-// merges the rings up to it, so the log comes out in sequence order without a lock on the hook
-// path.
+// Ordering across threads (see docs/DESIGN.md, "Recorder"): every event but an allocation takes
+// a global sequence number (a locked increment); an allocation only reads the next number, and
+// goes after every event numbered below it and before that one (seqs = 0: "unnumbered"). While a
+// thread is between taking its number and committing the record it keeps `busy` set; the writer
+// computes a watermark below which no numbered event can still arrive and merges the rings up to
+// it by (number, unnumbered first), so the log comes out in an order that keeps every thread's
+// own order and everything that happened before an event before it, without a lock on the hook
+// path. The log's sequence numbers are the writer's own, counted as it writes.
 #pragma once
 
 #include <pthread.h>
@@ -30,8 +33,7 @@ enum class Kind : uint8_t {
   kThreadStop = 7,
   kLost = 8,         // a = events dropped before this one
   kNop = 9,          // a sequence number that ended up unused (a realloc that failed)
-  kModules = 10,     // the module list after a dlopen/dlclose (modules.h blob in the extra bytes);
-                     // it holds `seqs` sequence numbers for the ModuleLoad/Unload records
+  kModules = 10,     // the module list after a dlopen/dlclose (modules.h blob in the extra bytes)
   // bdwgc (hooks/bdwgc.cpp). GC events come from the collecting thread's ring.
   kGcBegin = 11,     // a = GC number, b = heap size
   kGcEnd = 12,       // a = GC number, b = heap size, c = free bytes, extra = pause ns
@@ -70,7 +72,8 @@ struct RawEvent {
   uint8_t heap;      // heapman::log::HeapKind
   uint16_t flags;
   uint16_t nframes;  // return addresses following the header, leaf first
-  uint16_t seqs;     // sequence numbers this event holds (1, or a block for kModules)
+  uint16_t seqs;     // sequence numbers this event holds: 1, or 0 for kAlloc (`seq` is then the
+                     // number it goes before)
   uint32_t extraLen; // bytes after the frames (event name + payload)
   uint64_t seq;
   uint64_t tsc;      // time stamp counter; the writer converts it to ns

@@ -151,15 +151,13 @@ class Writer {
     Header h = header();
     log_ = std::make_unique<LogWriter>(sink_, h);
     calibrate();
-    applyModules(scanModules(), 0, kStartupSeqs, 0);  // numbers below kStartupSeqs are for this
+    applyModules(scanModules(), 0);  // the modules loaded at start: before every event
     for (;;) {
       bool stopping = g.stop.load(std::memory_order_acquire);
       // Loads that bypass the dlopen hook (glibc's own NSS and iconv modules): a slow rescan.
       if (monotonicNs() - lastRescanNs_ >= kRescanIntervalNs) {
         lastRescanNs_ = monotonicNs();
-        inject([this](uint64_t seq) {
-          return applyModules(scanModules(), seq, kStartupSeqs, timeOf(__rdtsc()));
-        });
+        inject([this] { applyModules(scanModules(), timeOf(__rdtsc())); });
       }
       calibrate();
       drainBelow(watermark());
@@ -253,7 +251,8 @@ class Writer {
     return ns / g.timeResolutionNs * g.timeResolutionNs;
   }
 
-  // No event with a smaller sequence number can still appear in a ring (recorder.h).
+  // No numbered event with a smaller sequence number, nor an unnumbered one that goes before
+  // such a number, can still appear in a ring (recorder.h, ring.h).
   static uint64_t watermark() {
     uint64_t w = g.seq.load(std::memory_order_acquire);
     for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next)
@@ -284,8 +283,17 @@ class Writer {
     if (c.tail != c.published) c.ring->tail.store(c.published = c.tail, std::memory_order_release);
   }
 
-  // Writes every committed event with seq < bound, merging the rings in sequence order.
+  // Merge order (ring.h): by number; an unnumbered event (an allocation) before the numbered event
+  // whose number it read. Each ring is in this order already.
+  static uint64_t orderOf(const RawEvent* e) { return 2 * e->seq + (e->seqs != 0); }
+
+  // Writes every committed event that goes before the numbered event `bound`, merging the rings:
+  // numbered events below it and unnumbered ones that read at most `bound`. An unnumbered event
+  // that read `bound` or less can still be in flight (its `busy` store may become visible after
+  // the writer looked): it is written when it arrives, after events that did not happen before
+  // it (a thread that learnt about the allocation got its own number after it was committed).
   void drainBelow(uint64_t bound) {
+    const uint64_t limit = 2 * bound + 1;
     cursors_.clear();
     for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
       uint64_t tail = r->tail.load(std::memory_order_relaxed);
@@ -296,7 +304,7 @@ class Writer {
       RawEvent* bestEvent = nullptr;
       for (Cursor& c : cursors_) {
         RawEvent* e = peek(c);
-        if (e && e->seq < bound && (!bestEvent || e->seq < bestEvent->seq)) {
+        if (e && orderOf(e) < limit && (!bestEvent || orderOf(e) < orderOf(bestEvent))) {
           best = &c;
           bestEvent = e;
         }
@@ -328,11 +336,11 @@ class Writer {
     }
   }
 
-  // Reserves n sequence numbers, writes everything before them, then calls fn(first), which
-  // writes events with those numbers and returns how many it used.
+  // Takes a sequence number, writes everything before it, then calls fn(), which writes the
+  // writer's own events in its place.
   template <class Fn>
-  void inject(Fn&& fn, uint64_t n = kStartupSeqs) {
-    uint64_t first = g.seq.fetch_add(n, std::memory_order_seq_cst);
+  void inject(Fn&& fn) {
+    uint64_t first = g.seq.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
       uint64_t w = watermark();
       drainBelow(std::min(w, first));
@@ -340,34 +348,29 @@ class Writer {
       timespec ts{0, 20000};
       nanosleep(&ts, nullptr);
     }
-    fn(first);
+    fn();
   }
 
-  // Logs the difference between the modules known so far and `now`, using at most `count`
-  // sequence numbers from `seq`. Returns how many it used.
-  uint64_t applyModules(std::map<uint64_t, ModuleLoad> now, uint64_t seq, uint64_t count,
-                        uint64_t timeNs) {
-    EventCommon ev{seq, timeNs, kRecorderThread};
-    uint64_t used = 0;
+  // Logs the difference between the modules known so far and `now`.
+  void applyModules(std::map<uint64_t, ModuleLoad> now, uint64_t timeNs) {
     for (auto& [base, m] : modules_) {
-      if (now.count(base) || used >= count) continue;
-      ev.seq = seq + used++;
-      log_->write(ModuleUnload{ev, base});
+      if (now.count(base)) continue;
+      log_->write(ModuleUnload{{nextSeq_++, timeNs, kRecorderThread}, base});
     }
     for (auto& [base, m] : now) {
       auto old = modules_.find(base);
-      if ((old != modules_.end() && old->second.path == m.path) || used >= count) continue;
-      m.ev = ev;
-      m.ev.seq = seq + used++;
+      if (old != modules_.end() && old->second.path == m.path) continue;
+      m.ev = {nextSeq_++, timeNs, kRecorderThread};
       log_->write(m);
     }
     modules_ = std::move(now);
-    return used;
   }
 
   void convert(Ring* r, RawEvent* e) {
     if (!log_->ok()) return;
-    EventCommon ev{e->seq, timeOf(e->tsc), r->index};
+    // The log's sequence numbers: one per record that has one, in the order written.
+    const uint64_t timeNs = timeOf(e->tsc);
+    auto ev = [&] { return EventCommon{nextSeq_++, timeNs, r->index}; };
     auto stack = [&]() -> uint32_t {
       uint32_t& slot = r->writerSlotStack[stackSlotOf(e->flags)];
       if (!(e->flags & kSameStack))
@@ -378,16 +381,16 @@ class Writer {
     auto heap = static_cast<HeapKind>(e->heap & 7);
     switch (e->kind) {
       case Kind::kAlloc:
-        log_->write(Alloc{ev, heap, e->a, e->b, e->c, stack(), e->extra ? typeId(e->extra) : 0});
+        log_->write(Alloc{ev(), heap, e->a, e->b, e->c, stack(), e->extra ? typeId(e->extra) : 0});
         if (tracked(heap)) tracked_.add(e->a | ((e->flags & kDebugObject) ? 1 : 0));
         break;
       case Kind::kFree:
         stack();
-        log_->write(Free{ev, heap, e->a});
+        log_->write(Free{ev(), heap, e->a});
         if (tracked(heap)) tracked_.noteFree(e->a | ((e->flags & kDebugObject) ? 1 : 0));
         break;
       case Kind::kRealloc:
-        log_->write(Realloc{ev, heap, e->a, e->extra, e->b, e->c, stack(), 0});
+        log_->write(Realloc{ev(), heap, e->a, e->extra, e->b, e->c, stack(), 0});
         break;
       case Kind::kEvent: {
         uint32_t stackId = stack();
@@ -395,34 +398,33 @@ class Writer {
         auto [it, fresh] = names_.emplace(name, static_cast<uint32_t>(names_.size() + 1));
         if (fresh) log_->write(LogString{it->second, name});
         const uint8_t* payload = extraOf(e) + e->a;
-        log_->write(CustomEvent{ev, it->second, std::vector<uint8_t>(payload, payload + e->b),
+        log_->write(CustomEvent{ev(), it->second, std::vector<uint8_t>(payload, payload + e->b),
                                 stackId});
         break;
       }
       case Kind::kFrame:
-        log_->write(FrameMark{ev, e->a});
+        log_->write(FrameMark{ev(), e->a});
         break;
       case Kind::kThreadStart: {
         std::string comm = readFile(("/proc/self/task/" + std::to_string(e->a) + "/comm").c_str());
         while (!comm.empty() && comm.back() == '\n') comm.pop_back();
-        log_->write(ThreadStart{ev, r->index, static_cast<uint32_t>(e->a), comm, e->b, e->c});
+        log_->write(ThreadStart{ev(), r->index, static_cast<uint32_t>(e->a), comm, e->b, e->c});
         break;
       }
       case Kind::kThreadStop:
-        log_->write(ThreadStop{ev, r->index});
+        log_->write(ThreadStop{ev(), r->index});
         break;
       case Kind::kLost:
-        log_->write(Lost{ev, e->a, r->index, "the thread's ring stayed full"});
+        log_->write(Lost{ev(), e->a, r->index, "the thread's ring stayed full"});
         break;
       case Kind::kModules:
-        applyModules(deserializeModules(extraOf(e), e->extraLen), e->seq, e->seqs,
-                     timeOf(e->tsc));
+        applyModules(deserializeModules(extraOf(e), e->extraLen), timeNs);
         break;
       case Kind::kGcBegin:
-        log_->write(GcBegin{ev, static_cast<uint32_t>(e->a), e->b, -1});
+        log_->write(GcBegin{ev(), static_cast<uint32_t>(e->a), e->b, -1});
         break;
       case Kind::kGcEnd:
-        log_->write(GcEnd{ev, static_cast<uint32_t>(e->a), e->b, e->c, e->extra});
+        log_->write(GcEnd{ev(), static_cast<uint32_t>(e->a), e->b, e->c, e->extra});
         break;
       case Kind::kMarks: {
         // The tracked objects the collector did not mark. No sequence number of its own in the
@@ -436,11 +438,11 @@ class Writer {
         break;
       }
       case Kind::kRootRange:
-        log_->write(RootRange{ev, e->c != 0, e->a, e->b, static_cast<RootSource>(e->heap),
+        log_->write(RootRange{ev(), e->c != 0, e->a, e->b, static_cast<RootSource>(e->heap),
                               std::string(reinterpret_cast<const char*>(extraOf(e)), e->extraLen)});
         break;
       case Kind::kRootSet: {
-        RootSet rs{ev, static_cast<uint32_t>(e->a), {}};
+        RootSet rs{ev(), static_cast<uint32_t>(e->a), {}};
         const auto* entries = reinterpret_cast<const RootSetEntry*>(extraOf(e));
         for (uint32_t i = 0; i < e->extraLen / sizeof(RootSetEntry); ++i)
           rs.roots.push_back({entries[i].address, entries[i].size,
@@ -474,15 +476,15 @@ class Writer {
                                 e->a});
         else
           id = methods_.find(e->a);
-        if (e->c) log_->write(JitRange{ev, id, e->b, e->c});
+        if (e->c) log_->write(JitRange{ev(), id, e->b, e->c});
         break;
       }
       case Kind::kGcHandle:
-        log_->write(GcHandle{ev, static_cast<uint32_t>(e->a), static_cast<GcHandleType>(e->heap),
+        log_->write(GcHandle{ev(), static_cast<uint32_t>(e->a), static_cast<GcHandleType>(e->heap),
                              e->b, e->c != 0});
         break;
       case Kind::kFinalize:
-        log_->write(Finalize{ev, e->a});
+        log_->write(Finalize{ev(), e->a});
         break;
       case Kind::kNop:  // a failed realloc: no record, but its frames fill a stack slot
         stack();
@@ -538,6 +540,7 @@ class Writer {
   StackTable stacks_;
   HandleMap types_, methods_;
   TrackedSet tracked_;
+  uint64_t nextSeq_ = 0;  // the next record's sequence number in the log
   std::unordered_map<std::string, uint32_t> names_;
   std::map<uint64_t, ModuleLoad> modules_;
   std::vector<Cursor> cursors_;
