@@ -262,6 +262,7 @@ uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
     }
   uint32_t k = r->nextSlot;
   r->nextSlot = static_cast<uint8_t>((k + 1) % kStackSlots);
+  ++r->slotChanges;
   std::memcpy(r->slotFrames[k], frames, n * sizeof(uint64_t));
   r->slotCount[k] = n;
   r->slotUsed[k] = true;
@@ -277,12 +278,25 @@ RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* fram
   RawEvent* e = begin(r, kind, same ? 0 : n, extraLen);
   if (!e) {
     // The writer never gets these frames: the slot must not be reused as if it had.
-    if (!same) r->slotUsed[stackSlotOf(flags)] = false;
+    if (!same) {
+      r->slotUsed[stackSlotOf(flags)] = false;
+      ++r->slotChanges;
+    }
     return nullptr;
   }
   e->heap = heap;
   e->flags = flags | framesFlag;
   if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
+  return e;
+}
+
+RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot, uint32_t extraLen,
+                        uint16_t framesFlag) {
+  RawEvent* e = begin(r, kind, 0, extraLen);
+  if (!e) return nullptr;
+  r->lastSlot = static_cast<uint8_t>(slot);
+  e->heap = heap;
+  e->flags = static_cast<uint16_t>(kSameStack | (slot << kStackSlotShift) | framesFlag);
   return e;
 }
 

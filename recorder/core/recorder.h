@@ -125,6 +125,10 @@ RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen = 
 // method handles and return addresses never coincide, so both kinds share the cache.
 RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* frames, uint32_t n,
                           uint32_t extraLen, uint16_t framesFlag);
+// The same for a caller that knows its stack is the one the ring keeps in `slot`: it read that
+// slot from an earlier event's flags (stackSlotOf), and Ring::slotChanges has not moved since.
+RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot, uint32_t extraLen,
+                        uint16_t framesFlag);
 
 inline uint64_t* framesOf(RawEvent* e) { return reinterpret_cast<uint64_t*>(e + 1); }
 inline uint8_t* extraOf(RawEvent* e) {

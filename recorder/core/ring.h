@@ -85,8 +85,18 @@ inline constexpr uint32_t kMaxFrames = 256;
 inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 
 struct alignas(64) Ring {
+  // Fixed: written before the ring is published, read by both sides. A line of its own: the
+  // producer reads capacity and data on every event, and a line the writer also writes would be
+  // taken from it each time (writerSlotStack changes with every new stack).
+  uint64_t capacity = 0;    // bytes of data, a power of two
+  uint8_t* data = nullptr;
+  uint32_t index = 0;       // recorder thread index
+  size_t mapLength = 0;
+  pthread_t thread{};       // the producing thread, and its stack bounds (0 when unknown)
+  uint64_t stackLow = 0, stackHigh = 0;
+  Ring* next = nullptr;     // registry list (see Recorder::rings); rarely changed
   // Producer side.
-  std::atomic<uint64_t> head{0};      // bytes ever committed
+  alignas(64) std::atomic<uint64_t> head{0};  // bytes ever committed
   std::atomic<uint32_t> busy{0};      // 1 while an event holds a sequence number, uncommitted
   std::atomic<uint64_t> nextSeq{0};   // one past the last committed event's sequence number
   std::atomic<uint32_t> closed{0};    // the thread exited; no more records
@@ -97,17 +107,10 @@ struct alignas(64) Ring {
   bool slotUsed[kStackSlots] = {};
   uint8_t lastSlot = 0;               // the slot of the previous event's stack: tested first
   uint8_t nextSlot = 0;               // round robin for new stacks
+  uint32_t slotChanges = 0;           // counts every change of a slot's contents or validity
   // Consumer side (the writer thread only).
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed
   uint32_t writerSlotStack[kStackSlots] = {};  // stack id in each slot (see kSameStack)
-  // Fixed.
-  uint32_t index = 0;       // recorder thread index
-  pthread_t thread{};       // the producing thread, and its stack bounds (0 when unknown)
-  uint64_t stackLow = 0, stackHigh = 0;
-  uint64_t capacity = 0;    // bytes of data, a power of two
-  uint8_t* data = nullptr;
-  size_t mapLength = 0;
-  Ring* next = nullptr;     // registry list (see Recorder::rings)
 };
 
 // Allocates a ring with mmap (not the hooked heap). Returns null on failure.

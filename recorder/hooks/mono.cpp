@@ -132,6 +132,11 @@ bool g_skipLeaves = true;       // leave methods that cannot allocate uninstrume
 constexpr uint32_t kShadowMax = 1u << 18;
 struct Shadow {
   uint32_t depth = 0;
+  uint32_t changes = 0;         // every push and pop
+  // The stack of this thread's last allocation: the ring slot it is in, with the counters that
+  // say whether it still is (changes, Ring::slotChanges).
+  uint32_t lastChanges = 0, lastSlotChanges = 0, lastSlot = 0;
+  bool lastValid = false;
   uint64_t frames[kShadowMax];  // outermost first
 };
 __thread Shadow* t_shadow HEAPMAN_TLS = nullptr;
@@ -158,11 +163,15 @@ void onEnter(MonoProfiler*, MonoMethod* method, MonoProfilerCallContext*) {
   if (!s) return;
   if (s->depth < kShadowMax) s->frames[s->depth] = reinterpret_cast<uint64_t>(method);
   ++s->depth;
+  ++s->changes;
 }
 
 inline void popFrame() {
   Shadow* s = t_shadow;
-  if (s && s->depth) --s->depth;
+  if (s && s->depth) {
+    --s->depth;
+    ++s->changes;
+  }
 }
 
 void onLeave(MonoProfiler*, MonoMethod*, MonoProfilerCallContext*) { popFrame(); }
@@ -414,10 +423,25 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
   }
   Ring* r = threadRing();
   if (!r) return;
-  uint64_t frames[kMaxFrames];
-  uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
-  if (RawEvent* e = beginWithFrames(r, Kind::kAlloc, static_cast<uint8_t>(HeapKind::kManaged),
-                                    frames, n, 0, kManagedFrames)) {
+  const auto heap = static_cast<uint8_t>(HeapKind::kManaged);
+  RawEvent* e;
+  Shadow* s = t_shadow;
+  if (s && s->lastValid && s->lastChanges == s->changes && s->lastSlotChanges == r->slotChanges) {
+    // No call or return since this thread's last allocation: the same stack, still in its slot
+    // (consecutive allocations in one method need no copy and no comparison).
+    e = beginWithSlot(r, Kind::kAlloc, heap, s->lastSlot, 0, kManagedFrames);
+  } else {
+    uint64_t frames[kMaxFrames];
+    uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
+    e = beginWithFrames(r, Kind::kAlloc, heap, frames, n, 0, kManagedFrames);
+    if (s && e) {
+      s->lastValid = true;
+      s->lastChanges = s->changes;
+      s->lastSlotChanges = r->slotChanges;
+      s->lastSlot = stackSlotOf(e->flags);
+    }
+  }
+  if (e) {
     e->a = reinterpret_cast<uint64_t>(obj);
     e->b = size;
     e->c = std::max(actual, size);
