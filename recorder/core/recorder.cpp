@@ -377,6 +377,14 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
   uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
   uint32_t n = 0;
   bool inSelf = true;  // skip the recorder's own frames at the leaf
+  // Whether a frame but the outermost lies within the bounds of the frameless modules
+  // (throughFrameless then looks closer): tested as the walk goes, off its chain of loads, one
+  // frame late (`prev`), so the outermost frame is never tested.
+  uint32_t framelessCount = g.framelessCount.load(std::memory_order_acquire);
+  uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
+  uintptr_t flSpan = framelessCount ? g.framelessHigh.load(std::memory_order_relaxed) - flLow : 0;
+  uintptr_t prev = 0;  // (0 - flLow) wraps above any span
+  bool nearFrameless = false;
   // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
   while (n < max && fp >= low && high >= 16 && fp <= high - 16 && (fp & 7) == 0) {
     auto* frame = reinterpret_cast<const uintptr_t*>(fp);
@@ -386,6 +394,8 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
       // still inside libheapman_preload.so
     } else {
       inSelf = false;
+      nearFrameless |= prev - flLow < flSpan;
+      prev = ret;
       out[n++] = ret;
     }
     uintptr_t next = frame[0];
@@ -400,7 +410,7 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
   // (classifyModules), so a chain through one is taken again with libunwind too.
   if (g.unwind == State::Unwind::kFramePointers) return n;
   bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
-  if (whole && !throughFrameless(out, n)) return n;
+  if (whole && (!nearFrameless || !throughFrameless(out, n))) return n;
   return dwarfStack(out, max);
 }
 
