@@ -83,7 +83,7 @@ using log::RootSource;
   X(mono_jit_info_get_code_size) X(mono_gc_get_heap_size) X(mono_gc_get_used_size)           \
   X(mono_method_get_header) X(mono_method_header_get_code) X(mono_metadata_free_mh)             \
   X(mono_get_method) X(mono_method_get_class) X(mono_class_get_image) X(mono_class_get_rank)      \
-  X(mono_get_string_class)
+  X(mono_get_string_class) X(mono_array_element_size)
 
 struct MonoApi {
 #define HEAPMAN_MONO_FIELD(fn) decltype(&::fn) fn = nullptr;
@@ -351,18 +351,48 @@ void onJitDone(MonoProfiler*, MonoMethod* method, MonoJitInfo* ji) {
 }
 
 // Classes announced: a global open-addressing set of handles (CAS insert, never removed), each
-// entry's low bit set once its TypeDef is committed; and a per-thread direct-mapped cache of
-// classes whose TypeDef is known committed, with the sizes of their objects when every object of
-// the class has the same (not arrays, not strings): the same request, so the same size class.
+// entry's low bit set once its TypeDef is committed; and a per-thread direct-mapped cache keyed
+// by the object's vtable (its first word, MonoObject.vtable: one load, where
+// mono_object_get_class is a public API call that switches the thread's GC state and copies
+// stack data each time), holding the vtable's class, whose TypeDef is known committed, and how
+// its objects' sizes are found: the same for every object (not arrays, not strings: the same
+// request, so the same size class), or from the string's length or the vector's length.
 constexpr size_t kClassSlots = 1u << 16;
 std::atomic<uint64_t> g_classes[kClassSlots];
 constexpr uint64_t kAnnounced = 1;
 constexpr size_t kClassCache = 256;
+enum class Shape : uint8_t { kFixed, kString, kVector, kOther };
 struct CachedClass {
+  uint64_t vtable;
   uint64_t klass;
-  uint32_t size, actual;  // 0: objects of the class differ in size
+  uint32_t size, actual;  // kFixed
+  uint32_t element;       // kVector: bytes per element
+  Shape shape;
 };
 __thread CachedClass t_classCache[kClassCache] HEAPMAN_TLS;
+
+// Sizes of strings and vectors from Mono 6.8's object layouts (64-bit): MonoString's int32
+// length at 16, its chars at 20, two bytes each plus a terminator; MonoArray's bounds pointer at
+// 16 (null for a vector), its uintptr length at 24, its elements at 32. mono_object_get_size
+// says the same; both are compared on the first kSizeChecks objects of each shape, and any
+// disagreement sends every object to mono_object_get_size for good.
+constexpr uint32_t kSizeChecks = 4096;
+std::atomic<uint32_t> g_sizeChecks{0};
+std::atomic<bool> g_sizeLayoutOff{false};
+
+inline uint64_t computedSize(const CachedClass& c, MonoObject* obj) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(obj);
+  if (c.shape == Shape::kString) {
+    int32_t length;
+    std::memcpy(&length, bytes + 16, sizeof length);
+    return 20 + 2 * static_cast<uint64_t>(static_cast<uint32_t>(length)) + 2;
+  }
+  uint64_t bounds, length;
+  std::memcpy(&bounds, bytes + 16, sizeof bounds);
+  if (bounds) return m.mono_object_get_size(obj);  // a multi-dimensional array
+  std::memcpy(&length, bytes + 24, sizeof length);
+  return 32 + uint64_t{c.element} * length;
+}
 
 size_t classHash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 48); }
 
@@ -404,23 +434,50 @@ void announceClass(MonoClass* klass) {
 void onAllocation(MonoProfiler*, MonoObject* obj) {
   if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
   Guard guard;
-  MonoClass* klass = m.mono_object_get_class(obj);
-  auto key = reinterpret_cast<uint64_t>(klass);
-  CachedClass& cached = t_classCache[(key >> 4) & (kClassCache - 1)];
+  uint64_t vtable;
+  std::memcpy(&vtable, obj, sizeof vtable);
+  CachedClass& cached = t_classCache[(vtable >> 4) & (kClassCache - 1)];
+  if (__builtin_expect(cached.vtable != vtable, 0)) {
+    MonoClass* klass = m.mono_object_get_class(obj);
+    announceClass(klass);
+    uint32_t size = 0, element = 0;
+    Shape shape = Shape::kOther;
+    if (klass == m.mono_get_string_class()) {
+      shape = Shape::kString;
+    } else if (m.mono_class_get_rank(klass) == 0) {
+      uint64_t fixed = m.mono_object_get_size(obj);
+      if (fixed < UINT32_MAX) shape = Shape::kFixed, size = static_cast<uint32_t>(fixed);
+    } else if (m.mono_class_get_rank(klass) == 1) {
+      shape = Shape::kVector, element = static_cast<uint32_t>(m.mono_array_element_size(klass));
+    }
+    uint64_t actual = shape == Shape::kFixed ? m.collector.size(obj) : 0;
+    cached = {vtable, reinterpret_cast<uint64_t>(klass), size,
+              actual < UINT32_MAX ? static_cast<uint32_t>(actual) : 0u, element, shape};
+    if (shape == Shape::kFixed && !cached.actual) cached.shape = Shape::kOther;
+  }
   uint64_t size, actual;
-  if (__builtin_expect(cached.klass == key && cached.size, 1)) {
+  if (__builtin_expect(cached.shape == Shape::kFixed, 1)) {
     size = cached.size;
     actual = cached.actual;
   } else {
-    size = m.mono_object_get_size(obj);
-    actual = m.collector.size(obj);
-    if (cached.klass != key) {
-      announceClass(klass);
-      bool fixed = m.mono_class_get_rank(klass) == 0 && klass != m.mono_get_string_class() &&
-                   size < UINT32_MAX && actual < UINT32_MAX;
-      cached = {key, fixed ? static_cast<uint32_t>(size) : 0u, static_cast<uint32_t>(actual)};
+    if (cached.shape == Shape::kOther || g_sizeLayoutOff.load(std::memory_order_relaxed)) {
+      size = m.mono_object_get_size(obj);
+    } else {
+      size = computedSize(cached, obj);
+      if (g_sizeChecks.load(std::memory_order_relaxed) < kSizeChecks) {
+        g_sizeChecks.fetch_add(1, std::memory_order_relaxed);
+        uint64_t official = m.mono_object_get_size(obj);
+        if (official != size) {
+          if (!g_sizeLayoutOff.exchange(true))
+            say("Mono layer: string/array layout differs from Mono 6.8's; sizes from "
+                "mono_object_get_size");
+          size = official;
+        }
+      }
     }
+    actual = m.collector.size(obj);
   }
+  const uint64_t key = cached.klass;
   Ring* r = threadRing();
   if (!r) return;
   const auto heap = static_cast<uint8_t>(HeapKind::kManaged);
