@@ -300,19 +300,32 @@ class Writer {
       cursors_.push_back({r, r->head.load(std::memory_order_acquire), tail, tail});
     }
     for (;;) {
+      // The ring whose next event goes first, and the order of the next event of any other: the
+      // best ring's events are written up to that one without looking at the others again (a
+      // thread allocating alone costs one peek per event, not one per ring).
       Cursor* best = nullptr;
-      RawEvent* bestEvent = nullptr;
+      uint64_t bestOrder = limit, nextOrder = limit;
       for (Cursor& c : cursors_) {
         RawEvent* e = peek(c);
-        if (e && orderOf(e) < limit && (!bestEvent || orderOf(e) < orderOf(bestEvent))) {
+        if (!e) continue;
+        uint64_t o = orderOf(e);
+        if (o < bestOrder) {
+          nextOrder = bestOrder;
+          bestOrder = o;
           best = &c;
-          bestEvent = e;
+        } else if (o < nextOrder) {
+          nextOrder = o;
         }
       }
       if (!best) break;
-      convert(best->ring, bestEvent);
-      best->tail += bestEvent->size;
-      if (best->tail - best->published >= (64u << 10)) publish(*best);
+      // Equal orders (unnumbered events of two threads that read the same number) may go in
+      // either order; each ring's own order is kept.
+      for (RawEvent* e = peek(*best); e && orderOf(e) <= nextOrder && orderOf(e) < limit;
+           e = peek(*best)) {
+        convert(best->ring, e);
+        best->tail += e->size;
+        if (best->tail - best->published >= (64u << 10)) publish(*best);
+      }
     }
     for (Cursor& c : cursors_) publish(c);
     reapClosedRings();
