@@ -244,11 +244,21 @@ class Writer {
     uint64_t t = __rdtsc(), ns = monotonicNs();
     if (t > g.tsc0 + 1000000 && ns > g.ns0)
       nsPerTick_ = static_cast<double>(ns - g.ns0) / static_cast<double>(t - g.tsc0);
+    bucketSpan_ = 0;  // the line moved
   }
-  uint64_t timeOf(uint64_t tsc) const {
+  // Consecutive events mostly fall in one resolution step: the ticks that surely map to the last
+  // step computed (a tick of margin at either end for rounding) answer without a division.
+  uint64_t timeOf(uint64_t tsc) {
+    if (tsc - bucketLow_ < bucketSpan_) return bucketNs_;
     if (tsc <= g.tsc0) return 0;
     auto ns = static_cast<uint64_t>(static_cast<double>(tsc - g.tsc0) * nsPerTick_);
-    return ns / g.timeResolutionNs * g.timeResolutionNs;
+    uint64_t t = ns / g.timeResolutionNs * g.timeResolutionNs;
+    auto low = static_cast<uint64_t>(static_cast<double>(t) / nsPerTick_) + 1;
+    auto high = static_cast<uint64_t>(static_cast<double>(t + g.timeResolutionNs) / nsPerTick_);
+    bucketLow_ = g.tsc0 + low;
+    bucketSpan_ = high > low + 1 ? high - 1 - low : 0;
+    bucketNs_ = t;
+    return t;
   }
 
   // No numbered event with a smaller sequence number, nor an unnumbered one that goes before
@@ -558,6 +568,7 @@ class Writer {
   std::map<uint64_t, ModuleLoad> modules_;
   std::vector<Cursor> cursors_;
   double nsPerTick_ = 1.0 / 3.0;  // refined by calibrate()
+  uint64_t bucketLow_ = 0, bucketSpan_ = 0, bucketNs_ = 0;  // timeOf's last step
   static constexpr uint64_t kFlushIntervalNs = 100'000'000;
   uint64_t lastFlushNs_ = 0;
   static constexpr uint64_t kRescanIntervalNs = 500'000'000;
