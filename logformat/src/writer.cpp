@@ -231,7 +231,8 @@ void LogWriter::write(const Alloc& r) {
       d.t.putByte(tag::kAllocBump);
     } else {
       int ring = -1;
-      for (uint32_t k = 0; k < kRingSize; ++k) {
+      // Only the entries written: a log of collected heaps has no frees to fill them.
+      for (uint32_t k = 0, filled = d.model.ringFilled(); k < filled; ++k) {
         if (d.model.ringAt(k) == r.address) {
           ring = static_cast<int>(k);
           break;

@@ -77,6 +77,8 @@ class ChunkModel {
   }
   uint64_t sequentialGuess(const SizeClass& s) const { return s.last + s.stride; }
   uint64_t bumpGuess() const { return bumpEnd + bumpGap; }
+  // Entries of the ring written in this chunk (the rest are zero: no address matches them).
+  uint32_t ringFilled() const { return freeHead_ < kRingSize ? freeHead_ : kRingSize; }
   uint64_t ringAt(uint32_t distance) const {
     return freeRing_[(freeHead_ - 1 - distance) % kRingSize];
   }
