@@ -20,13 +20,14 @@
 #                  writer thread finds no free core, and wall time approaches the all-threads CPU
 #   mutator ns     (work time - the program's own GC pause total) / allocations: hooks + waits
 #   pause ms       mean GC pause as the program's collection callback sees it (START to END; the
-#                  recorder does its sweep, root set and dump at RECLAIM_END, inside that span)
+#                  recorder copies the mark bits, the root set and the dump at RECLAIM_END,
+#                  inside that span; the sweep itself runs on the writer thread)
 #   log pause ms   mean GcEnd pauseNs from the log (the recorder's own START..END clock)
 #   live MiB       mean live bytes the log shows at those collections (heapman gcs: bytes of
 #                  tracked objects alive after the collection)
-#   sweep cost     pause(rec) - pause(plain), per collection and per live MiB: the collected-set
-#                  sweep, the root set and draining the birth queues, measured from outside, in
-#                  wall time and in CPU time of the collecting thread (the load-robust figure)
+#   pause cost     pause(rec) - pause(plain), per collection and per live MiB: the mark-bit
+#                  snapshot and the root set, measured from outside, in wall time and in CPU time
+#                  of the collecting thread (the load-robust figure)
 #   dump cost      pause(rec_dump) - pause(rec), the same way, next to memcpy's own speed on this
 #                  machine (gc_bench --memcpy)
 set -euo pipefail
@@ -143,7 +144,7 @@ def pause(m, key):
 for key, what in (("gc_pause_ns_mean", "wall"), ("gc_pause_cpu_ns_mean", "CPU")):
     pp, pr = pause("plain", key), pause("rec", key)
     sweep = pr - pp
-    print(f"sweep (+ root set, birth-queue drain) per GC, {what}: {pr:.2f} - {pp:.2f} = {sweep:.2f} ms,"
+    print(f"mark snapshot + root set per GC, {what}: {pr:.2f} - {pp:.2f} = {sweep:.2f} ms,"
           f" {sweep * 1e3 / live_mib['rec']:.0f} us per live MiB, {sweep * 1e6 / live_obj:.0f} ns per"
           f" live object")
     if "rec_dump" in loops:
