@@ -300,11 +300,11 @@ RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot, uint32_
   return e;
 }
 
-RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen) {
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, const void* from) {
   r = threadRing();
   if (!r) return nullptr;
   uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth);
+  uint32_t n = captureStack(frames, g.depth, from);
   return beginWithFrames(r, kind, heap, frames, n, extraLen, 0);
 }
 
@@ -370,11 +370,13 @@ uint32_t dwarfStack(uint64_t* out, uint32_t max) {
 }
 }  // namespace
 
-__attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max) {
+__attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, const void* from) {
   if (g.unwind == State::Unwind::kDwarf) return dwarfStack(out, max);
   auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   uintptr_t low = fp;
   uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
+  // Start at the hook's frame when given (one above ours on this stack), past the frames between.
+  if (auto start = reinterpret_cast<uintptr_t>(from); start > fp && start < high) fp = start;
   uint32_t n = 0;
   bool inSelf = true;  // skip the recorder's own frames at the leaf
   // Whether a frame but the outermost lies within the bounds of the frameless modules

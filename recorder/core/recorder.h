@@ -109,7 +109,9 @@ void commit(Ring* r, RawEvent* e);
 // Frame-pointer walk, bounded by the thread's stack (never faults); where code without frame
 // pointers breaks the chain, or the walk passed through a frameless module (g.frameless),
 // libunwind (DWARF) instead.
-uint32_t captureStack(uint64_t* out, uint32_t max);
+// `from`: a frame of the caller's to start at (its return address is the first frame), so that
+// the walk does not pass the hook's own frames; null: here.
+uint32_t captureStack(uint64_t* out, uint32_t max, const void* from = nullptr);
 
 // Classifies every loaded module as keeping frame pointers or not (framelessRanges) and adds the
 // code ranges of those that do not to g.frameless, once each. At start-up and after
@@ -120,7 +122,8 @@ void classifyModules();
 // recorder's frames skipped) through the ring's stack cache (ring.h, kSameStack), and extraLen
 // bytes after it; null when the thread does not record or the event was dropped. `r` receives
 // the thread's ring.
-RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen = 0);
+RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen = 0,
+                         const void* from = nullptr);
 // The same with frames the caller took (leaf first; `framesFlag`: kManagedFrames or 0). Managed
 // method handles and return addresses never coincide, so both kinds share the cache.
 RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* frames, uint32_t n,

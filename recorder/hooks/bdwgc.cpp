@@ -116,7 +116,10 @@ struct Depth {
 // past its debug header).
 inline void* startOf(void* p, bool debug) { return debug ? real_GC_base.get()(p) : p; }
 
-__attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bool debug) {
+// `from` (a default argument: the calling hook's frame) starts the stack walk at the hook, past
+// the recorder's own frames.
+__attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bool debug,
+                                         const void* from = __builtin_frame_address(0)) {
   Guard guard;
   uint64_t actual;
   if (debug) {
@@ -128,7 +131,7 @@ __attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bo
     actual = real_GC_size.get()(p);
   }
   Ring* r;
-  if (RawEvent* e = beginWithStack(r, Kind::kAlloc, static_cast<uint8_t>(heap))) {
+  if (RawEvent* e = beginWithStack(r, Kind::kAlloc, static_cast<uint8_t>(heap), 0, from)) {
     if (debug) e->flags |= kDebugObject;
     e->a = reinterpret_cast<uint64_t>(p);
     e->b = size;
@@ -138,14 +141,16 @@ __attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bo
 }
 
 // A batch: the objects of a list linked through their first word, one stack for all.
-__attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap) {
+__attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap,
+                                         const void* from = __builtin_frame_address(0)) {
   Guard guard;
   Ring* r = nullptr;
   bool first = true;
   uint16_t stackFlags = 0;  // the first event's stack slot, for the others
   for (void* q = list; q; q = *static_cast<void**>(q)) {
     uint64_t actual = real_GC_size.get()(q);
-    RawEvent* e = first ? beginWithStack(r, Kind::kAlloc, 0) : r ? begin(r, Kind::kAlloc, 0, 0) : nullptr;
+    RawEvent* e = first ? beginWithStack(r, Kind::kAlloc, 0, 0, from)
+                        : r ? begin(r, Kind::kAlloc, 0, 0) : nullptr;
     if (e) {
       if (first)
         stackFlags = static_cast<uint16_t>(kSameStack | e->flags);
@@ -161,10 +166,11 @@ __attribute__((noinline)) void onGcBatch(void* list, size_t size, HeapKind heap)
   }
 }
 
-__attribute__((noinline)) void onGcFree(void* p, HeapKind heap, bool debug) {
+__attribute__((noinline)) void onGcFree(void* p, HeapKind heap, bool debug,
+                                        const void* from = __builtin_frame_address(0)) {
   Guard guard;
   Ring* r;
-  if (RawEvent* e = beginWithStack(r, Kind::kFree, static_cast<uint8_t>(heap))) {
+  if (RawEvent* e = beginWithStack(r, Kind::kFree, static_cast<uint8_t>(heap), 0, from)) {
     if (debug) e->flags |= kDebugObject;
     e->a = reinterpret_cast<uint64_t>(p);
     commit(r, e);
@@ -188,7 +194,8 @@ HeapKind heapOfObject(void* p, bool debug) {
 
 // Calls the real allocator; records the outermost call.
 template <class Fn, class... A>
-inline void* gcAlloc(Real<Fn>& real, HeapKind heap, size_t size, bool debug, A... args) {
+[[gnu::always_inline]] inline void* gcAlloc(Real<Fn>& real, HeapKind heap, size_t size, bool debug,
+                                            A... args) {
   Fn* f = real.get();
   if (!recording()) return f(args...);
   void* p;
@@ -205,7 +212,8 @@ inline void* gcAlloc(Real<Fn>& real, HeapKind heap, size_t size, bool debug, A..
 // two-phase event around the call: the call may run a collection, whose callback emits events
 // on this same thread.
 template <class Fn, class... A>
-inline void* gcRealloc(Real<Fn>& real, void* old, size_t n, bool debug, A... args) {
+[[gnu::always_inline]] inline void* gcRealloc(Real<Fn>& real, void* old, size_t n, bool debug,
+                                              A... args) {
   Fn* f = real.get();
   if (!recording()) return f(args...);
   void* p;

@@ -35,10 +35,13 @@ inline bool nativeOn() {
   return g.active.load(std::memory_order_relaxed) && g.recordNative;
 }
 
-__attribute__((noinline)) void onAlloc(void* p, size_t size) {
+// `from` (a default argument: the calling hook's frame) starts the stack walk at the hook, past
+// the recorder's own frames.
+__attribute__((noinline)) void onAlloc(void* p, size_t size,
+                                       const void* from = __builtin_frame_address(0)) {
   Guard guard;
   Ring* r;
-  if (RawEvent* e = beginWithStack(r, Kind::kAlloc, kNative)) {
+  if (RawEvent* e = beginWithStack(r, Kind::kAlloc, kNative, 0, from)) {
     e->a = reinterpret_cast<uint64_t>(p);
     e->b = size;
     e->c = malloc_usable_size(p);
@@ -46,10 +49,10 @@ __attribute__((noinline)) void onAlloc(void* p, size_t size) {
   }
 }
 
-__attribute__((noinline)) void onFree(void* p) {
+__attribute__((noinline)) void onFree(void* p, const void* from = __builtin_frame_address(0)) {
   Guard guard;
   Ring* r;
-  if (RawEvent* e = beginWithStack(r, Kind::kFree, kNative)) {
+  if (RawEvent* e = beginWithStack(r, Kind::kFree, kNative, 0, from)) {
     e->a = reinterpret_cast<uint64_t>(p);
     commit(r, e);
   }
