@@ -130,16 +130,20 @@ bool g_skipLeaves = true;       // leave methods that cannot allocate uninstrume
 // rather than a wrong one.
 
 constexpr uint32_t kShadowMax = 1u << 18;
+// The stack of a thread's last allocation: the ring slot it is in, with the ring and the
+// counters that say whether it still is (the shadow stack's changes, Ring::slotChanges).
+struct LastStack {
+  Ring* ring = nullptr;
+  uint32_t changes = 0, slotChanges = 0, slot = 0;
+};
 struct Shadow {
   uint32_t depth = 0;
   uint32_t changes = 0;         // every push and pop
-  // The stack of this thread's last allocation: the ring slot it is in, with the counters that
-  // say whether it still is (changes, Ring::slotChanges).
-  uint32_t lastChanges = 0, lastSlotChanges = 0, lastSlot = 0;
-  bool lastValid = false;
+  LastStack last;
   uint64_t frames[kShadowMax];  // outermost first
 };
 __thread Shadow* t_shadow HEAPMAN_TLS = nullptr;
+__thread LastStack t_lastNoShadow HEAPMAN_TLS;  // a thread without a shadow stack (no stacks)
 
 pthread_key_t g_shadowKey;  // its destructor unmaps an exiting thread's shadow stack
 
@@ -482,21 +486,18 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
   if (!r) return;
   const auto heap = static_cast<uint8_t>(HeapKind::kManaged);
   RawEvent* e;
+  // No call or return since this thread's last allocation (or no stacks at all): the same stack,
+  // still in its slot (consecutive allocations in one method need no copy and no comparison).
   Shadow* s = t_shadow;
-  if (s && s->lastValid && s->lastChanges == s->changes && s->lastSlotChanges == r->slotChanges) {
-    // No call or return since this thread's last allocation: the same stack, still in its slot
-    // (consecutive allocations in one method need no copy and no comparison).
-    e = beginWithSlot(r, Kind::kAlloc, heap, s->lastSlot, 0, kManagedFrames);
+  LastStack& last = s ? s->last : t_lastNoShadow;
+  const uint32_t changes = s ? s->changes : 0;
+  if (last.ring == r && last.changes == changes && last.slotChanges == r->slotChanges) {
+    e = beginWithSlot(r, Kind::kAlloc, heap, last.slot, 0, kManagedFrames);
   } else {
     uint64_t frames[kMaxFrames];
     uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
     e = beginWithFrames(r, Kind::kAlloc, heap, frames, n, 0, kManagedFrames);
-    if (s && e) {
-      s->lastValid = true;
-      s->lastChanges = s->changes;
-      s->lastSlotChanges = r->slotChanges;
-      s->lastSlot = stackSlotOf(e->flags);
-    }
+    if (e) last = {r, changes, r->slotChanges, stackSlotOf(e->flags)};
   }
   if (e) {
     e->a = reinterpret_cast<uint64_t>(obj);
@@ -771,6 +772,12 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   if (getenv("HEAPMAN_MONO_ALL_METHODS")) g_skipLeaves = false;  // instrument every method
   gc::initTracking(m.collector);
   pthread_key_create(&g_shadowKey, freeShadow);
+  // A fork child records into new rings, which may lie where the parent's did: the forking
+  // thread's remembered slot says nothing there.
+  pthread_atfork(nullptr, nullptr, [] {
+    t_lastNoShadow = {};
+    if (t_shadow) t_shadow->last = {};
+  });
   MonoProfilerHandle h = m.mono_profiler_create(nullptr);
   m.mono_profiler_enable_allocations();
   m.mono_profiler_set_gc_allocation_callback(h, onAllocation);
