@@ -49,8 +49,12 @@ for what in game tiny; do
   for ((r = 1; r <= runs; r++)); do
     for mode in $modes; do
       read -r ms a g <<<"$(run $mode $what $n)"
-      echo "$what $mode run $r: $ms ms, $a allocations, $g collections" >&2
       key="$what.$mode"
+      if [ -z "$ms" ]; then  # the program printed no work line (seen once with the log profiler)
+        echo "$what $mode run $r: failed (no work line), not counted" >&2
+        continue
+      fi
+      echo "$what $mode run $r: $ms ms, $a allocations, $g collections" >&2
       if [ -z "${best[$key]:-}" ] || awk -v x="$ms" -v y="${best[$key]}" 'BEGIN { exit !(x < y) }'; then
         best[$key]=$ms
       fi
