@@ -24,6 +24,11 @@ heaprec="$build/recorder/heaprec"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/mono-bench-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 [ -f "$exe" ] || { echo "no $exe: build the mono_bench target" >&2; exit 1; }
+# Run from the scratch directory: a Mono that crashes leaves its mono_crash.* files in the current
+# one (one appeared here during a run of Mono's log profiler).
+exe=$(realpath "$exe")
+heaprec=$(realpath "$heaprec")
+cd "$tmp"
 log_ok=1
 [ -f /usr/lib/libmono-profiler-log.so ] || log_ok=0
 
