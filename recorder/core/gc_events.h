@@ -19,12 +19,19 @@ struct RootSetEntry {
 };
 static_assert(sizeof(RootSetEntry) == 24);
 
-// A RAM dump: one mmap'd block holding this header, `count` entries, then the copied bytes.
-// The hooks fill it under the collector's lock (memcpy only); the writer thread hashes,
-// deduplicates and compresses the segments off that lock, then hands the block back through
-// State::spareDump for the next dump (unmapping the one it replaces).
+// A RAM dump: one mmap'd block holding this header, the objects (address and size, in the order
+// the collector listed them), the roots and stacks (ranges), then the objects' bytes back to back
+// in list order (an object's offset is the sum of the sizes before it: no per-object offset to
+// write under the lock) and the ranges' bytes. The hooks fill it under the collector's lock: the
+// object list while the collector lists its marked objects, the bytes with one memcpy per run of
+// adjacent objects. The writer thread hashes, deduplicates and compresses the segments off that
+// lock, then hands the block back through State::spareDump for the next dump.
 struct RamDump {
-  struct Entry {
+  struct Object {
+    uint64_t address;
+    uint64_t size;
+  };
+  struct Range {
     uint64_t address;
     uint64_t length;
     uint64_t offset;  // of the bytes, from the start of the block
@@ -33,10 +40,15 @@ struct RamDump {
   };
   size_t mapLength;
   uint32_t gcNumber;
-  uint32_t count;
-  uint64_t copyNs;     // time spent sizing and copying under the lock
+  uint32_t objectCount;
+  uint32_t rangeCount;
+  uint64_t objectBytesOffset;  // from the start of the block
+  uint64_t copyNs;     // time spent copying under the lock
   uint64_t copyBytes;  // bytes copied
-  Entry* entries() { return reinterpret_cast<Entry*>(this + 1); }
+  Object* objects() { return reinterpret_cast<Object*>(this + 1); }
+  const Object* objects() const { return reinterpret_cast<const Object*>(this + 1); }
+  Range* ranges() { return reinterpret_cast<Range*>(objects() + objectCount); }
+  const Range* ranges() const { return reinterpret_cast<const Range*>(objects() + objectCount); }
   const uint8_t* base() const { return reinterpret_cast<const uint8_t*>(this); }
 };
 

@@ -475,10 +475,17 @@ class Writer {
       }
       case Kind::kRamDump: {
         auto* d = reinterpret_cast<RamDump*>(e->a);
-        for (uint32_t i = 0; i < d->count; ++i) {
-          const RamDump::Entry& en = d->entries()[i];
-          log_->writeRam(static_cast<SegmentKind>(en.kind), d->gcNumber, en.address,
-                         {d->base() + en.offset, static_cast<size_t>(en.length)});
+        uint64_t at = d->objectBytesOffset;  // the objects' bytes are back to back in list order
+        for (uint32_t i = 0; i < d->objectCount; ++i) {
+          const RamDump::Object& o = d->objects()[i];
+          log_->writeRam(SegmentKind::kObject, d->gcNumber, o.address,
+                         {d->base() + at, static_cast<size_t>(o.size)});
+          at += o.size;
+        }
+        for (uint32_t i = 0; i < d->rangeCount; ++i) {
+          const RamDump::Range& rg = d->ranges()[i];
+          log_->writeRam(static_cast<SegmentKind>(rg.kind), d->gcNumber, rg.address,
+                         {d->base() + rg.offset, static_cast<size_t>(rg.length)});
         }
         ramDumps_.count++;
         ramDumps_.copyNs += d->copyNs;

@@ -27,35 +27,6 @@ namespace {
 
 Collector g_collector;
 
-// A growable array in mmap'd memory (the collector's lock is held: no heap, no malloc).
-template <class T>
-class MappedArray {
- public:
-  size_t size() const { return size_; }
-  T* data() { return data_; }
-  T& operator[](size_t i) { return data_[i]; }
-  bool push(const T& v) {
-    if (size_ == cap_ && !grow(size_ + 1)) return false;
-    data_[size_++] = v;
-    return true;
-  }
-  void clear() { size_ = 0; }
-
- private:
-  bool grow(size_t need) {
-    size_t cap = cap_ ? cap_ : 1u << 14;
-    while (cap < need) cap *= 2;
-    void* p = data_ ? mremap(data_, cap_ * sizeof(T), cap * sizeof(T), MREMAP_MAYMOVE)
-                    : mapBytes(cap * sizeof(T));
-    if (!p || p == MAP_FAILED) return false;
-    data_ = static_cast<T*>(p);
-    cap_ = cap;
-    return true;
-  }
-  T* data_ = nullptr;
-  size_t size_ = 0, cap_ = 0;
-};
-
 // ---------------------------------------------------------------------------------------------
 // The snapshot being built (allocation lock held). A block handed back by the writer is reused:
 // its pages are faulted in already.
@@ -112,19 +83,55 @@ inline void addMarked(uint64_t p) {
   g_page->bits[bit >> 6] |= uint64_t{1} << (bit & 63);
 }
 
-// Objects for the RAM dump of this collection, when it has one.
-struct DumpObject {
-  uint64_t address, size;
-};
-MappedArray<DumpObject> g_dumpObjects;
+// The RAM dump of this collection, when it has one: its object list is written into the dump
+// block while the collector lists the marked objects (RamDump in core/gc_events.h).
+RamDump* g_dump = nullptr;
+size_t g_dumpObjectBytes = 0;
 bool g_forDump = false;
+
+// Room for `bytes` in the dump block (grown with mremap: its pages move, nothing is copied).
+bool dumpRoom(size_t bytes) {
+  if (bytes <= g_dump->mapLength) return true;
+  size_t length = (bytes + bytes / 2 + 4095) & ~size_t{4095};
+  void* p = mremap(g_dump, g_dump->mapLength, length, MREMAP_MAYMOVE);
+  if (p == MAP_FAILED) return false;
+  g_dump = static_cast<RamDump*>(p);
+  g_dump->mapLength = length;
+  return true;
+}
+
+bool startDump(uint32_t gc) {
+  // The writer hands the last block back: its pages are already faulted in.
+  g_dump = static_cast<RamDump*>(g.spareDump.exchange(nullptr, std::memory_order_acquire));
+  if (!g_dump) {
+    size_t length = size_t{1} << 20;
+    g_dump = static_cast<RamDump*>(mapBytes(length));
+    if (!g_dump) return false;
+    g_dump->mapLength = length;
+  }
+  g_dump->gcNumber = gc;
+  g_dump->objectCount = 0;
+  g_dump->rangeCount = 0;
+  g_dumpObjectBytes = 0;
+  return true;
+}
+
+inline void addDumpObject(uint64_t address, uint64_t size) {
+  size_t at = sizeof(RamDump) + (g_dump->objectCount + 1) * sizeof(RamDump::Object);
+  if (!dumpRoom(at)) {
+    g_forDump = false;  // out of memory: no dump this time
+    return;
+  }
+  g_dump->objects()[g_dump->objectCount++] = {address, size};
+  g_dumpObjectBytes += size;
+}
 
 // libgc: one call per marked object.
 void onReachable(void* p, size_t bytes, void*) {
   auto a = reinterpret_cast<uint64_t>(p);
   addMarked(a);
   g_snap->objects++;
-  if (g_forDump) g_dumpObjects.push({a, bytes});
+  if (g_forDump) addDumpObject(a, bytes);
 }
 
 // Mono's fork: one call per block in use. Its mark bits are copied from the header where the
@@ -191,7 +198,7 @@ void onBlock(void* block, unsigned long) {
     uint64_t bit = off >> 3;
     if (!((bits[bit >> 6] >> (bit & 63)) & 1)) continue;
     if (size <= MarkSnapshot::kPageBytes && off + size > MarkSnapshot::kPageBytes) break;
-    g_dumpObjects.push({h + off, size});
+    addDumpObject(h + off, size);
     if (size > MarkSnapshot::kPageBytes) break;
   }
 }
@@ -250,9 +257,9 @@ void initTracking(const Collector& c) {
 
 void emitMarks(Ring* r, uint32_t gc, bool forDump) {
   uint64_t t0 = monotonicNs();
-  g_dumpObjects.clear();
-  g_forDump = forDump;
+  g_forDump = false;
   if (!r || (!g_collector.enumerateReachable && !g_collector.applyToAllBlocks)) return;
+  g_forDump = forDump && startDump(gc);
   if (!startSnapshot(gc)) return;
   if (g_collector.enumerateReachable)
     g_collector.enumerateReachable(onReachable, nullptr);
@@ -294,58 +301,63 @@ bool dumpThisGc(uint32_t gc) {
   return false;
 }
 
-// The objects emitMarks noted, then the roots and stacks: one memcpy each.
+// The objects emitMarks listed, then the roots and stacks.
 void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots) {
+  if (!g_forDump || !g_dump || g_dump->gcNumber != gc) return;
+  g_forDump = false;
   uint64_t t0 = monotonicNs();
-  size_t objects = g_dumpObjects.size(), bytes = 0;
-  for (size_t i = 0; i < objects; ++i) bytes += g_dumpObjects[i].size;
-  for (size_t i = 0; i < nroots; ++i) bytes += roots[i].size;
-  size_t count = objects + nroots;
-  size_t header = sizeof(RamDump) + count * sizeof(RamDump::Entry);
-  size_t need = (header + bytes + 4095) & ~size_t{4095};
-  // The writer hands the last block back: its pages are already faulted in.
-  auto* d = static_cast<RamDump*>(g.spareDump.exchange(nullptr, std::memory_order_acquire));
-  if (d && d->mapLength < need) {
-    munmap(d, d->mapLength);
-    d = nullptr;
+  RamDump* d = g_dump;
+  size_t rootBytes = 0;
+  for (size_t i = 0; i < nroots; ++i) rootBytes += roots[i].size;
+  size_t header = sizeof(RamDump) + d->objectCount * sizeof(RamDump::Object) +
+                  nroots * sizeof(RamDump::Range);
+  if (!dumpRoom(header + g_dumpObjectBytes + rootBytes)) {
+    g.spareDump.store(g_dump, std::memory_order_release);  // reused next time
+    g_dump = nullptr;
+    return;
   }
-  size_t length = d ? d->mapLength : (need + need / 4 + 4095) & ~size_t{4095};
-  if (!d) d = static_cast<RamDump*>(mapBytes(length));
-  if (!d) return;
-  d->mapLength = length;
-  d->gcNumber = gc;
-  RamDump::Entry* out = d->entries();
-  uint64_t off = header;
-  uint32_t k = 0;
-  for (size_t i = 0; i < objects; ++i) {
-    const DumpObject& o = g_dumpObjects[i];
-    out[k++] = {o.address, o.size, off, static_cast<uint8_t>(log::SegmentKind::kObject), {}};
-    std::memcpy(reinterpret_cast<uint8_t*>(d) + off, reinterpret_cast<const void*>(o.address),
-                o.size);
-    off += o.size;
+  d = g_dump;
+  d->rangeCount = 0;
+  d->objectBytesOffset = header;
+  // The objects' bytes in list order, one memcpy per run of adjacent objects.
+  uint8_t* out = reinterpret_cast<uint8_t*>(d) + header;
+  const RamDump::Object* objects = d->objects();
+  uint64_t runStart = 0, runLength = 0;
+  for (uint32_t i = 0; i < d->objectCount; ++i) {
+    if (runLength && objects[i].address == runStart + runLength) {
+      runLength += objects[i].size;
+      continue;
+    }
+    if (runLength) std::memcpy(out, reinterpret_cast<const void*>(runStart), runLength);
+    out += runLength;
+    runStart = objects[i].address;
+    runLength = objects[i].size;
   }
+  if (runLength) std::memcpy(out, reinterpret_cast<const void*>(runStart), runLength);
+  out += runLength;
   // Roots and stacks are ranges the runtime told us about, not memory the collector owns: one may
   // be gone already (a root unregistered late, a thread's stack unmapped). Copied through the
   // kernel, which reports a fault instead of raising one; a range is kept up to where it stops.
+  RamDump::Range* ranges = d->ranges();
   for (size_t i = 0; i < nroots; ++i) {
-    iovec local{reinterpret_cast<uint8_t*>(d) + off, static_cast<size_t>(roots[i].size)};
+    iovec local{out, static_cast<size_t>(roots[i].size)};
     iovec remote{reinterpret_cast<void*>(roots[i].address), static_cast<size_t>(roots[i].size)};
     ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
     if (got <= 0) continue;
-    out[k] = {roots[i].address, static_cast<uint64_t>(got), off,
-              static_cast<uint8_t>(roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
-                                       ? log::SegmentKind::kThreadStack
-                                       : log::SegmentKind::kStaticRoot),
-              {}};
-    off += static_cast<uint64_t>(got);
-    ++k;
+    auto kind = roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
+                    ? log::SegmentKind::kThreadStack
+                    : log::SegmentKind::kStaticRoot;
+    ranges[d->rangeCount++] = {roots[i].address, static_cast<uint64_t>(got),
+                               static_cast<uint64_t>(out - reinterpret_cast<uint8_t*>(d)),
+                               static_cast<uint8_t>(kind), {}};
+    out += got;
   }
-  d->count = k;
-  d->copyBytes = off - header;
+  d->copyBytes = static_cast<uint64_t>(out - reinterpret_cast<uint8_t*>(d)) - header;
   d->copyNs = monotonicNs() - t0;
+  g_dump = nullptr;
   RawEvent* e = begin(r, Kind::kRamDump, 0, 0);
   if (!e) {
-    munmap(d, length);
+    munmap(d, d->mapLength);
     return;
   }
   e->a = reinterpret_cast<uint64_t>(d);
