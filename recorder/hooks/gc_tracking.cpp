@@ -116,6 +116,15 @@ bool startDump(uint32_t gc) {
   return true;
 }
 
+// A dump block not sent to the writer goes back to State::spareDump for the next dump (a block
+// the writer handed back meanwhile is unmapped).
+void keepDumpBlock() {
+  if (g_dump)
+    if (auto* old = static_cast<RamDump*>(g.spareDump.exchange(g_dump, std::memory_order_acq_rel)))
+      munmap(old, old->mapLength);
+  g_dump = nullptr;
+}
+
 inline void addDumpObject(uint64_t address, uint64_t size) {
   size_t at = sizeof(RamDump) + (g_dump->objectCount + 1) * sizeof(RamDump::Object);
   if (!dumpRoom(at)) {
@@ -303,7 +312,12 @@ bool dumpThisGc(uint32_t gc) {
 
 // The objects emitMarks listed, then the roots and stacks.
 void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots) {
-  if (!g_forDump || !g_dump || g_dump->gcNumber != gc) return;
+  if (!g_forDump || !g_dump || g_dump->gcNumber != gc) {
+    // No dump this time (out of memory while listing): keep the block for the next one.
+    keepDumpBlock();
+    g_forDump = false;
+    return;
+  }
   g_forDump = false;
   uint64_t t0 = monotonicNs();
   RamDump* d = g_dump;
@@ -312,8 +326,7 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
   size_t header = sizeof(RamDump) + d->objectCount * sizeof(RamDump::Object) +
                   nroots * sizeof(RamDump::Range);
   if (!dumpRoom(header + g_dumpObjectBytes + rootBytes)) {
-    g.spareDump.store(g_dump, std::memory_order_release);  // reused next time
-    g_dump = nullptr;
+    keepDumpBlock();
     return;
   }
   d = g_dump;
