@@ -67,8 +67,6 @@ struct MarkSnapshot {
   size_t mapLength;
   uint32_t gcNumber;
   uint32_t count;      // pages
-  uint64_t copyNs;     // time spent building it under the lock
-  uint64_t objects;    // marked objects seen (where the collector reports them one by one)
   Page* pages() { return reinterpret_cast<Page*>(this + 1); }
   const Page* pages() const { return reinterpret_cast<const Page*>(this + 1); }
   static size_t bytesFor(size_t pages) { return sizeof(MarkSnapshot) + pages * sizeof(Page); }

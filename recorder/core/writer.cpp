@@ -405,12 +405,12 @@ class Writer {
     switch (e->kind) {
       case Kind::kAlloc:
         log_->write(Alloc{ev(), heap, e->a, e->b, e->c, stack(), e->extra ? typeId(e->extra) : 0});
-        if (tracked(heap)) tracked_.add(e->a | ((e->flags & kDebugObject) ? 1 : 0));
+        if (tracked(heap)) tracked_.add(trackedKey(e));
         break;
       case Kind::kFree:
         stack();
         log_->write(Free{ev(), heap, e->a});
-        if (tracked(heap)) tracked_.noteFree(e->a | ((e->flags & kDebugObject) ? 1 : 0));
+        if (tracked(heap)) tracked_.noteFree(trackedKey(e));
         break;
       case Kind::kRealloc:
         log_->write(Realloc{ev(), heap, e->a, e->extra, e->b, e->c, stack(), 0});
@@ -528,6 +528,10 @@ class Writer {
   // an explicit free, native ones are not collected).
   static bool tracked(HeapKind h) {
     return h != HeapKind::kNative && h != HeapKind::kGcUncollectable;
+  }
+  // An Alloc's or Free's key in the tracked set (tracked_set.h): bit 0 marks a GC_debug_* object.
+  static uint64_t trackedKey(const RawEvent* e) {
+    return e->a | ((e->flags & kDebugObject) ? 1 : 0);
   }
 
   // A class or method the recorder never defined (it cannot happen by construction, mono.cpp;

@@ -102,7 +102,6 @@ HEAPMAN_REAL(GC_register_has_static_roots_callback);
 // ---------------------------------------------------------------------------------------------
 // Recording.
 
-uint64_t g_debugOffset = 0;  // recorded address - base, for GC_debug_* objects (a constant)
 
 inline bool recording() { return !t_gcDepth && !t_guard && g.active.load(std::memory_order_relaxed); }
 
@@ -124,9 +123,9 @@ __attribute__((noinline)) void onGcAlloc(void* p, size_t size, HeapKind heap, bo
   uint64_t actual;
   if (debug) {
     void* base = startOf(p, true);
-    g_debugOffset = reinterpret_cast<uint64_t>(p) - reinterpret_cast<uint64_t>(base);
-    g.gcDebugOffset.store(g_debugOffset, std::memory_order_relaxed);  // published by commit()
-    actual = real_GC_size.get()(base) - g_debugOffset;
+    uint64_t offset = reinterpret_cast<uint64_t>(p) - reinterpret_cast<uint64_t>(base);
+    g.gcDebugOffset.store(offset, std::memory_order_relaxed);  // a constant; published by commit()
+    actual = real_GC_size.get()(base) - offset;
   } else {
     actual = real_GC_size.get()(p);
   }
@@ -236,7 +235,7 @@ template <class Fn, class... A>
   else if (n != 0)  // failed: the old object stays
     onGcAlloc(old,
               real_GC_size.get()(startOf(old, debug)) -
-                  (debug ? g_debugOffset : 0),
+                  (debug ? g.gcDebugOffset.load(std::memory_order_relaxed) : 0),
               heap, debug);
   return p;
 }

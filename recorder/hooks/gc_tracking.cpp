@@ -47,7 +47,6 @@ bool startSnapshot(uint32_t gc) {
   g_snapCap = (g_snap->mapLength - sizeof(MarkSnapshot)) / sizeof(MarkSnapshot::Page);
   g_snap->gcNumber = gc;
   g_snap->count = 0;
-  g_snap->objects = 0;
   g_page = nullptr;
   g_snapFailed = false;
   return true;
@@ -139,7 +138,6 @@ inline void addDumpObject(uint64_t address, uint64_t size) {
 void onReachable(void* p, size_t bytes, void*) {
   auto a = reinterpret_cast<uint64_t>(p);
   addMarked(a);
-  g_snap->objects++;
   if (g_forDump) addDumpObject(a, bytes);
 }
 
@@ -274,10 +272,9 @@ void emitMarks(Ring* r, uint32_t gc, bool forDump) {
     g_collector.enumerateReachable(onReachable, nullptr);
   else
     g_collector.applyToAllBlocks(onBlock, 0);
-  g_snap->copyNs = monotonicNs() - t0;
   g_snapStats.snapshots++;
   g_snapStats.pages += g_snap->count;
-  g_snapStats.ns += g_snap->copyNs;
+  g_snapStats.ns += monotonicNs() - t0;
   // An incomplete snapshot would make the writer report live objects as collected: none then
   // (they are reported at the next collection with a complete one).
   RawEvent* e = g_snapFailed ? nullptr : begin(r, Kind::kMarks, 0, 0);

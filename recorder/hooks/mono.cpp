@@ -378,7 +378,7 @@ __thread CachedClass t_classCache[kClassCache] HEAPMAN_TLS;
 // Sizes of strings and vectors from Mono 6.8's object layouts (64-bit): MonoString's int32
 // length at 16, its chars at 20, two bytes each plus a terminator; MonoArray's bounds pointer at
 // 16 (null for a vector), its uintptr length at 24, its elements at 32. mono_object_get_size
-// says the same; both are compared on the first kSizeChecks objects of each shape, and any
+// says the same; both are compared on the first kSizeChecks strings and vectors, and any
 // disagreement sends every object to mono_object_get_size for good.
 constexpr uint32_t kSizeChecks = 4096;
 std::atomic<uint32_t> g_sizeChecks{0};
@@ -446,12 +446,13 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
     announceClass(klass);
     uint32_t size = 0, element = 0;
     Shape shape = Shape::kOther;
+    int rank = m.mono_class_get_rank(klass);
     if (klass == m.mono_get_string_class()) {
       shape = Shape::kString;
-    } else if (m.mono_class_get_rank(klass) == 0) {
+    } else if (rank == 0) {
       uint64_t fixed = m.mono_object_get_size(obj);
       if (fixed < UINT32_MAX) shape = Shape::kFixed, size = static_cast<uint32_t>(fixed);
-    } else if (m.mono_class_get_rank(klass) == 1) {
+    } else if (rank == 1) {
       shape = Shape::kVector, element = static_cast<uint32_t>(m.mono_array_element_size(klass));
     }
     uint64_t actual = shape == Shape::kFixed ? m.collector.size(obj) : 0;

@@ -236,10 +236,7 @@ TEST_CASE("bdwgc: RAM dumps hold the live objects' bytes, roots and stacks", "[r
   REQUIRE(objects.size() == kObjects);
 
   LogReader reader = LogReader::open(rec.logPath);
-  uint32_t lastGc = 0;
-  reader.forEachRecord([&](const auto& r) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(r)>, GcEnd>) lastGc = r.gcNumber;
-  });
+  uint32_t lastGc = lastGcNumber(rec.logPath);
   REQUIRE(lastGc > 0);
   std::map<uint64_t, std::vector<uint8_t>> byHash;  // content hash -> bytes (stored once)
   struct Seg {

@@ -350,10 +350,7 @@ TEST_CASE("mono: RAM dumps hold the live objects' bytes, roots and stacks", "[re
   }
   REQUIRE(objects.size() == kObjects);
   LogReader reader = LogReader::open(rec.logPath);
-  uint32_t lastGc = 0;
-  reader.forEachRecord([&](const auto& r) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(r)>, GcEnd>) lastGc = r.gcNumber;
-  });
+  uint32_t lastGc = lastGcNumber(rec.logPath);
   REQUIRE(lastGc > 0);
   std::map<uint64_t, std::vector<uint8_t>> byHash;
   uint64_t found = 0, rightBytes = 0;

@@ -15,6 +15,7 @@
 #include <iostream>
 #include <regex>
 #include <sstream>
+#include <type_traits>
 
 extern char** environ;
 
@@ -204,6 +205,14 @@ LogSummary summarizeLog(const std::string& path) {
                                  << e.offset() << ": " << e.what());
   }
   return {};
+}
+
+uint32_t lastGcNumber(const std::string& path) {
+  uint32_t last = 0;
+  LogReader::open(path).forEachRecord([&](const auto& r) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(r)>, GcEnd>) last = r.gcNumber;
+  });
+  return last;
 }
 
 std::string eventName(const Log& log, const CustomEvent& e) {

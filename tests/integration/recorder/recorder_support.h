@@ -80,6 +80,8 @@ struct Log {
 Log readLog(const std::string& path);
 // summarize() (the check behind `heapman verify`), failing the test with the error's code.
 LogSummary summarizeLog(const std::string& path);
+// The number of the last collection that ended in the log (GcEnd), 0 when none did.
+uint32_t lastGcNumber(const std::string& path);
 
 
 // The event fields of a record, or nullopt for a definition.
