@@ -44,6 +44,9 @@ struct CodeRange {  // [low, high)
 struct State {
   std::atomic<bool> active{false};     // hooks record only while set
   std::atomic<uint64_t> seq{0};        // next global sequence number
+  // Moved by the writer once a round (at least every millisecond while it runs): an allocation
+  // that sees it moved since its thread last read the time stamp counter reads it again (ring.h).
+  std::atomic<uint32_t> timeEpoch{0};
   std::atomic<uint32_t> nextThread{0}; // next recorder thread index
   std::atomic<uint64_t> frameNo{0};    // frame marks counted from 1
   std::atomic<Ring*> rings{nullptr};   // every thread's ring, newest first
@@ -61,6 +64,7 @@ struct State {
   uint32_t depth = 32;                 // frames per stack
   uint64_t ringBytes = 8u << 20;
   uint64_t timeResolutionNs = 10000;   // event times are kept to this (rarer TIME records)
+  uint32_t allocTimeEvery = 16;        // an allocation reads the TSC at least every Nth (ring.h)
   uint64_t tsc0 = 0;                   // time stamp counter and CLOCK_MONOTONIC at start
   uint64_t ns0 = 0;
   int64_t wallNs0 = 0;

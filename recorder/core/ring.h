@@ -13,6 +13,13 @@
 // it by (number, unnumbered first), so the log comes out in an order that keeps every thread's
 // own order and everything that happened before an event before it, without a lock on the hook
 // path. The log's sequence numbers are the writer's own, counted as it writes.
+//
+// Time: every numbered event reads the time stamp counter. An allocation reads it only when
+// State::allocTimeEvery allocations of its thread have taken the last reading, or when the
+// writer's State::timeEpoch moved since (once a round: a thread that paused reads it again);
+// otherwise it takes its thread's last reading, so its time is never late and is early by at
+// most what its thread spent on those few allocations, or one writer round. The `rdtsc` is the
+// largest single cost of an allocation's record (~7.6 ns here; DESIGN §2.1).
 #pragma once
 
 #include <pthread.h>
@@ -102,6 +109,11 @@ struct alignas(64) Ring {
   std::atomic<uint32_t> closed{0};    // the thread exited; no more records
   uint64_t lostPending = 0;           // events dropped, to be reported by a kLost record
   uint64_t cachedTail = 0;            // producer's copy of tail, refreshed only when short of room
+  // Allocation time stamps (begin()): the thread's last reading of the time stamp counter, the
+  // allocations that may still take it, and State::timeEpoch when it was read.
+  uint64_t lastTsc = 0;
+  uint32_t tscLeft = 0;
+  uint32_t tscEpoch = 0;
   uint64_t slotFrames[kStackSlots][kMaxFrames];  // recent distinct stacks (kSameStack test)
   uint32_t slotCount[kStackSlots] = {};
   bool slotUsed[kStackSlots] = {};

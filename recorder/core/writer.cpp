@@ -226,7 +226,8 @@ class Writer {
     h.options = {{"depth", std::to_string(g.depth)},
                  {"unwind", unwind},
                  {"ring_bytes", std::to_string(g.ringBytes)},
-                 {"time_resolution_ns", std::to_string(g.timeResolutionNs)}};
+                 {"time_resolution_ns", std::to_string(g.timeResolutionNs)},
+                 {"alloc_time_every", std::to_string(g.allocTimeEvery)}};
     if (g.bdwgcVersion[0] || g.monoVersion[0]) {
       const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
       h.options.push_back({"ram_dumps", dumps && *dumps ? dumps : "off"});
@@ -245,6 +246,7 @@ class Writer {
     if (t > g.tsc0 + 1000000 && ns > g.ns0)
       nsPerTick_ = static_cast<double>(ns - g.ns0) / static_cast<double>(t - g.tsc0);
     bucketSpan_ = 0;  // the line moved
+    g.timeEpoch.fetch_add(1, std::memory_order_relaxed);  // allocations read the clock again
   }
   // Consecutive events mostly fall in one resolution step: the ticks that surely map to the last
   // step computed (a tick of margin at either end for rounding) answer without a division.

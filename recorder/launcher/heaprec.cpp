@@ -34,6 +34,7 @@ constexpr int kCannotRun = 127;
 
 const char* kSynopsis =
     "usage: heaprec run [-o FILE] [--depth N] [--unwind fp|auto|dwarf] [--time-resolution NS]\n"
+    "                   [--alloc-time-every N]\n"
     "                   [--follow-exec] [--ram-dumps off|every|every:N|event:NAME]\n"
     "                   [--mono-stacks on|off] [--mono-malloc]\n"
     "                   -- PROGRAM [ARGS...]\n";
@@ -76,6 +77,9 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
       "(libunwind always: exact without frame pointers, slower)")(
       "time-resolution", po::value<unsigned>()->default_value(10000),
       "event time resolution in ns (coarser: smaller logs)")(
+      "alloc-time-every", po::value<unsigned>()->default_value(16),
+      "an allocation reads the clock at least every Nth of its thread (and after its thread "
+      "paused); the others take the last reading: 1 reads it for every allocation, slower")(
       "follow-exec", "record programs PROGRAM executes too (default: only PROGRAM and its forks)")(
       "ram-dumps", po::value<std::string>()->default_value("off"),
       "bdwgc programs: copy the live heap, roots and stacks at collections: off, every, "
@@ -160,6 +164,8 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     setenv("HEAPMAN_OUTPUT", out, 1);
     setenv("HEAPMAN_DEPTH", std::to_string(depth).c_str(), 1);
     setenv("HEAPMAN_TIME_RES_NS", std::to_string(std::max(1u, vm["time-resolution"].as<unsigned>())).c_str(), 1);
+    setenv("HEAPMAN_ALLOC_TIME_EVERY",
+           std::to_string(std::max(1u, vm["alloc-time-every"].as<unsigned>())).c_str(), 1);
     setenv("HEAPMAN_UNWIND", unwind.c_str(), 1);
     if (ramDumps != "off") setenv("HEAPMAN_RAM_DUMPS", ramDumps.c_str(), 1);
     if (vm.count("follow-exec")) setenv("HEAPMAN_FOLLOW_EXEC", "1", 1);
@@ -232,7 +238,7 @@ int main(int argc, char** argv) {
     if (args[i].empty() || args[i][0] != '-') break;
     options.push_back(args[i]);
     if ((args[i] == "-o" || args[i] == "--output" || args[i] == "--depth" ||
-         args[i] == "--time-resolution" || args[i] == "--unwind" || args[i] == "--ram-dumps" ||
+         args[i] == "--time-resolution" || args[i] == "--alloc-time-every" || args[i] == "--unwind" || args[i] == "--ram-dumps" ||
          args[i] == "--mono-stacks") &&
         i + 1 < args.size())
       options.push_back(args[++i]);
