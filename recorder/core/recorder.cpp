@@ -275,11 +275,40 @@ uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
   uint32_t k = r->nextSlot;
   r->nextSlot = static_cast<uint8_t>((k + 1) % kStackSlots);
   ++r->slotChanges;
+  r->memos[r->slotMemo[k]].count = 0;  // the walk that filled it before replays other frames
   std::memcpy(r->slotFrames[k], frames, n * sizeof(uint64_t));
   r->slotCount[k] = n;
   r->slotUsed[k] = true;
   r->lastSlot = static_cast<uint8_t>(k);
   return static_cast<uint16_t>(k << kStackSlotShift);
+}
+
+// The slot whose walk a walk from `start` would repeat exactly (ring.h, StackMemo), or -1. The
+// last slot used first.
+int replaySlot(const Ring* r, uintptr_t start) {
+  uint32_t frameless = g.framelessCount.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < kStackSlots; ++i) {
+    uint32_t k = i == 0 ? r->lastSlot : (i == r->lastSlot ? 0 : i);
+    const StackMemo& m = r->memos[r->slotMemo[k]];
+    if (m.start != start || m.count == 0 || !r->slotUsed[k] || m.frameless != frameless) continue;
+    // Every word the walk read, at the same place: independent loads. Slots often share the
+    // start and the leaf frames (one call site reached along different paths): stop at the
+    // first difference.
+    // One 16-byte load and compare per frame, four frames a test (the memo is padded to a
+    // multiple of four with entries that compare equal: captureStack).
+    uint32_t j = 0;
+    for (; j < m.count; j += 4) {
+      auto same = [&](uint32_t f) {
+        return _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m.fp[f])),
+                              _mm_load_si128(reinterpret_cast<const __m128i*>(&m.words[f])));
+      };
+      __m128i all = _mm_and_si128(_mm_and_si128(same(j), same(j + 1)),
+                                  _mm_and_si128(same(j + 2), same(j + 3)));
+      if (_mm_movemask_epi8(all) != 0xFFFF) break;
+    }
+    if (j >= m.count) return static_cast<int>(k);
+  }
+  return -1;
 }
 }  // namespace
 
@@ -315,9 +344,20 @@ RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot, uint32_
 RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, const void* from) {
   r = threadRing();
   if (!r) return nullptr;
+  auto start = reinterpret_cast<uintptr_t>(from);
+  // The memo's frames lie between `start` and the top of this thread's stack, all live now.
+  if (start && t_stackHigh && start < t_stackHigh)
+    if (int k = replaySlot(r, start); k >= 0)
+      return beginWithSlot(r, kind, heap, static_cast<uint32_t>(k), extraLen, 0);
   uint64_t frames[kMaxFrames];
-  uint32_t n = captureStack(frames, g.depth, from);
-  return beginWithFrames(r, kind, heap, frames, n, extraLen, 0);
+  StackMemo& memo = r->memos[r->memoSpare];
+  uint32_t n = captureStack(frames, g.depth, from, &memo);
+  RawEvent* e = beginWithFrames(r, kind, heap, frames, n, extraLen, 0);
+  if (e && memo.count) {  // the slot's frames came from this walk, or equal its result
+    uint32_t k = stackSlotOf(e->flags);
+    std::swap(r->slotMemo[k], r->memoSpare);
+  }
+  return e;
 }
 
 void classifyModules() {
@@ -382,7 +422,9 @@ uint32_t dwarfStack(uint64_t* out, uint32_t max) {
 }
 }  // namespace
 
-__attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, const void* from) {
+__attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, const void* from,
+                                                StackMemo* memo) {
+  if (memo) memo->count = 0;
   if (g.unwind == State::Unwind::kDwarf) return dwarfStack(out, max);
   auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
   uintptr_t low = fp;
@@ -395,6 +437,10 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   // (throughFrameless then looks closer): tested as the walk goes, off its chain of loads, one
   // frame late (`prev`), so the outermost frame is never tested.
   uint32_t framelessCount = g.framelessCount.load(std::memory_order_acquire);
+  // The walk's reads, for a replay (ring.h, StackMemo): kept only when it has a start of its own
+  // and stack bounds that do not depend on where this function's frame is.
+  if (!t_stackHigh || fp != reinterpret_cast<uintptr_t>(from)) memo = nullptr;
+  uint32_t nreads = 0;
   uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
   uintptr_t flSpan = framelessCount ? g.framelessHigh.load(std::memory_order_relaxed) - flLow : 0;
   uintptr_t prev = 0;  // (0 - flLow) wraps above any span
@@ -403,6 +449,14 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   while (n < max && fp >= low && high >= 16 && fp <= high - 16 && (fp & 7) == 0) {
     auto* frame = reinterpret_cast<const uintptr_t*>(fp);
     uintptr_t ret = frame[1];
+    if (memo) {
+      if (nreads == kMemoFrames) {
+        memo = nullptr;  // too deep to keep
+      } else {
+        memo->fp[nreads] = fp;
+        memo->words[nreads++] = {frame[0], ret};
+      }
+    }
     if (ret < 4096) break;
     if (inSelf && ret >= g.selfLow && ret < g.selfHigh) {
       // still inside libheapman_preload.so
@@ -422,9 +476,18 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   // A whole chain can still miss frames: a function without frame pointers that leaves the
   // register alone (operator new in Debian's libstdc++) hides its caller. Its module is known
   // (classifyModules), so a chain through one is taken again with libunwind too.
-  if (g.unwind == State::Unwind::kFramePointers) return n;
   bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
-  if (whole && (!nearFrameless || !throughFrameless(out, n))) return n;
+  if (g.unwind == State::Unwind::kFramePointers ||
+      (whole && (!nearFrameless || !throughFrameless(out, n)))) {
+    if (memo) {
+      memo->start = reinterpret_cast<uintptr_t>(from);
+      memo->frameless = framelessCount;
+      memo->count = nreads;
+      // Pad to a multiple of four for replaySlot: entries that read their own words.
+      for (uint32_t i = nreads; i % 4; ++i) memo->fp[i] = reinterpret_cast<uintptr_t>(&memo->words[i]);
+    }
+    return n;
+  }
   return dwarfStack(out, max);
 }
 

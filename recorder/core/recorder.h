@@ -115,7 +115,10 @@ void commit(Ring* r, RawEvent* e);
 // libunwind (DWARF) instead.
 // `from`: a frame of the caller's to start at (its return address is the first frame), so that
 // the walk does not pass the hook's own frames; null: here.
-uint32_t captureStack(uint64_t* out, uint32_t max, const void* from = nullptr);
+// `memo`: receives what the walk read, for a later replay (ring.h, StackMemo); count 0 when it
+// cannot be replayed.
+uint32_t captureStack(uint64_t* out, uint32_t max, const void* from = nullptr,
+                      StackMemo* memo = nullptr);
 
 // Classifies every loaded module as keeping frame pointers or not (framelessRanges) and adds the
 // code ranges of those that do not to g.frameless, once each. At start-up and after

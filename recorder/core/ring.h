@@ -89,6 +89,24 @@ struct RawEvent {
 static_assert(sizeof(RawEvent) == 64);
 
 inline constexpr uint32_t kMaxFrames = 256;
+
+// What a frame-pointer walk read (captureStack), so that a later walk from the same frame can be
+// replayed instead of followed: the walk is a function of its start, of constants (the thread's
+// stack bounds, the depth, the recorder's and libc's code ranges, the frameless modules, whose
+// count is kept) and of the two words it read at each frame. When every one of those words is
+// unchanged, the walk would return the same frames; checking them takes independent loads, where
+// the walk is a chain of dependent ones, and a match names the stack-cache slot directly (no
+// frames copied or compared). Walks that read more than kMemoFrames frames are not kept.
+inline constexpr uint32_t kMemoFrames = 64;  // a multiple of 4 (replaySlot compares 4 at a time)
+struct StackMemo {
+  uint64_t start = 0;       // the frame the walk started at
+  uint32_t count = 0;       // frames read; 0: nothing to replay
+  uint32_t frameless = 0;   // State::framelessCount at the time
+  uint64_t fp[kMemoFrames];  // the frames' addresses
+  struct alignas(16) Words {
+    uint64_t next, ret;      // the two words at fp (saved frame pointer, return address)
+  } words[kMemoFrames];
+};
 inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 
 struct alignas(64) Ring {
@@ -120,6 +138,11 @@ struct alignas(64) Ring {
   uint8_t lastSlot = 0;               // the slot of the previous event's stack: tested first
   uint8_t nextSlot = 0;               // round robin for new stacks
   uint32_t slotChanges = 0;           // counts every change of a slot's contents or validity
+  // The walk that produced each slot's frames (StackMemo; count 0 when none, e.g. managed frames
+  // or a DWARF unwind), and a spare for the next walk: slotMemo[k] and memoSpare index memos.
+  StackMemo memos[kStackSlots + 1];
+  uint8_t slotMemo[kStackSlots] = {0, 1, 2, 3};
+  uint8_t memoSpare = kStackSlots;
   // Consumer side (the writer thread only).
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed
   uint32_t writerSlotStack[kStackSlots] = {};  // stack id in each slot (see kSameStack)

@@ -171,3 +171,79 @@ TEST_CASE("backtrace: garbage in the frame-pointer register", "[recorder][backtr
   CHECK(sum.heaps[0].allocs >= 5000);
   CHECK(sum.heaps[0].frees >= 5000);
 }
+
+// Stack-walk replay (ring.h, StackMemo): rec_paths reaches its two malloc sites along 9 paths of
+// the same depth, so every walk starts at the same frame and a replayed walk must notice a
+// difference anywhere, down to the outermost step frame. Every allocation's stack is exactly
+// its own path, and two allocations share a stack id exactly when they share site and path.
+TEST_CASE("backtraces: call paths of the same depth that differ in one frame",
+          "[recorder][backtrace]") {
+  for (std::string depth : {"32", "4"}) {
+    INFO("--depth " << depth);
+    TempDir dir;
+    Recording rec = record(dir, "paths", {HMREC_PROG_PATHS}, {"--depth", depth});
+    requireRecorded(rec);
+    std::map<std::string, uint64_t> fn;
+    struct Made {
+      uint64_t address;
+      int site;
+      unsigned path;
+    };
+    std::vector<Made> made;
+    for (const std::string& l : lines(rec.result.out)) {
+      std::vector<std::string> f = fields(l);
+      INFO("rec_paths line: " << l);
+      if (f.size() == 3 && f[0] == "fn")
+        fn[f[1]] = number(f[2]);
+      else if (f.size() == 4 && f[0] == "alloc")
+        made.push_back({number(f[1]), static_cast<int>(number(f[2])),
+                        static_cast<unsigned>(std::stoul(f[3], nullptr, 16))});
+      else
+        FAIL("unexpected line");
+    }
+    REQUIRE(fn.size() == 5);
+    REQUIRE(made.size() == 800);
+    auto within = [&](uint64_t frame, const std::string& name) {
+      return frame >= fn.at(name) && frame < fn.at(name) + kFnSpan;
+    };
+
+    Log log = readLog(rec.logPath);
+    std::vector<Window> ws = windows(log);
+    REQUIRE(ws.size() == 1);
+    std::vector<const Alloc*> got;
+    for (size_t i = ws[0].begin + 1; i < ws[0].end; ++i)
+      if (const auto* a = std::get_if<Alloc>(&log.records[i]); a && a->ev.thread == ws[0].thread)
+        got.push_back(a);
+    REQUIRE(got.size() == made.size());
+    const size_t keep = std::stoul(depth);
+    std::map<std::pair<int, unsigned>, uint32_t> stackOf;  // (site, path) -> stack id
+    std::map<uint32_t, std::pair<int, unsigned>> pathOf;
+    for (size_t k = 0; k < made.size(); ++k) {
+      const Made& m = made[k];
+      const Alloc& a = *got[k];
+      REQUIRE(a.address == m.address);
+      // Leaf first: leaf2 (site 2), leaf, the steps from bit 11 to bit 0, run.
+      std::vector<std::string> want;
+      if (m.site == 2) want.push_back("leaf2");
+      want.push_back("leaf");
+      for (int bit = 11; bit >= 0; --bit) want.push_back((m.path >> bit) & 1 ? "step_b" : "step_a");
+      want.push_back("run");
+      if (want.size() > keep) want.resize(keep);
+      std::vector<uint64_t> frames = stackFrames(log, a.stackId);
+      INFO("allocation " << k << ", site " << m.site << ", path " << std::hex << m.path);
+      REQUIRE(frames.size() >= want.size());
+      if (keep < 32) CHECK(frames.size() == keep);
+      for (size_t i = 0; i < want.size(); ++i) {
+        INFO("frame " << i << " should be in " << want[i]);
+        CHECK(within(frames[i], want[i]));
+      }
+      auto key = std::make_pair(m.site, keep < 32 ? m.path >> (12 - (keep - m.site)) : m.path);
+      auto [it, fresh] = stackOf.emplace(key, a.stackId);
+      CHECK(it->second == a.stackId);
+      if (fresh) {
+        CHECK(pathOf.emplace(a.stackId, key).second);  // no other (site, path) has this stack
+      }
+    }
+    if (keep == 32) CHECK(stackOf.size() == 18);  // 9 paths x 2 sites
+  }
+}
