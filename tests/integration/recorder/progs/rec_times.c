@@ -18,7 +18,7 @@
 
 #include "prog_util.h"
 
-enum { kRounds = 12, kBurst = 40, kSleepMs = 20, kAllocs = kRounds * kBurst };
+enum { kRounds = 12, kBurst = 40, kSleepMs = 30, kAllocs = kRounds * kBurst };
 
 static void* blocks[kAllocs];
 static uint64_t before[kAllocs], after[kAllocs];
