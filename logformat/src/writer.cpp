@@ -56,6 +56,10 @@ struct LogWriter::Impl {
   ChunkModel model;
   detail::FlatMap ordinalOf{16};  // live address -> allocation ordinal in this chunk
   detail::FlatMap infoIndex{10};  // AllocInfo hash -> dictionary index
+  // The entry the last allocation named: a run of allocations of one kind (one site, one class)
+  // finds it without hashing.
+  AllocInfo lastInfo;
+  uint32_t lastInfoIndex = UINT32_MAX;
   IndexEntry entry;
 
   ByteBuffer ram;
@@ -79,6 +83,7 @@ struct LogWriter::Impl {
     model.reset();
     ordinalOf.clear();
     infoIndex.clear();
+    lastInfoIndex = UINT32_MAX;
     entry = IndexEntry{};
   }
   size_t rawSize() const { return t.size() + a.size() + s.size() + m.size() + 15; }
@@ -92,9 +97,14 @@ struct LogWriter::Impl {
                  (uint64_t{info.stackId} << 32 | info.typeId) * 0x94D049BB133111EBull;
     return h ^ (h >> 31);
   }
-  std::optional<uint32_t> findInfo(const AllocInfo& info) const {
+  std::optional<uint32_t> findInfo(const AllocInfo& info) {
+    if (lastInfoIndex != UINT32_MAX && info == lastInfo) return lastInfoIndex;
     const uint32_t* found = infoIndex.find(infoHash(info));
-    if (found && model.infos[*found] == info) return *found;
+    if (found && model.infos[*found] == info) {
+      lastInfo = info;
+      lastInfoIndex = *found;
+      return *found;
+    }
     return std::nullopt;
   }
   // Writes the dictionary reference for `info` into S (a new entry when unseen in this chunk).
@@ -112,6 +122,8 @@ struct LogWriter::Impl {
     s.putVarint(info.typeId);
     model.infos.push_back(info);
     infoIndex.insert(infoHash(info), idx);
+    lastInfo = info;
+    lastInfoIndex = idx;
     return idx;
   }
   void noteGc(uint32_t gc, IndexEntry& e) {
@@ -259,7 +271,7 @@ void LogWriter::write(const Alloc& r) {
   // are freed; a rare explicit free of one is coded by address.
   if (!diesByCollection(r.heap))
     d.ordinalOf.insert(r.address, static_cast<uint32_t>(d.model.allocCount()));
-  d.model.onAlloc(r.address, info, lifoIndex);
+  d.model.onAllocIn(cls, r.address, info, lifoIndex);  // cls: looked up above, not reset since
   afterRecord();
 }
 
@@ -328,6 +340,7 @@ namespace {
 // distance from the smallest address (11-bit digits: 2-3 passes for a collected set spread over
 // a few hundred MiB), several times faster than std::sort on the sets a collection produces.
 void sortAddresses(std::vector<uint64_t>& a) {
+  if (std::is_sorted(a.begin(), a.end())) return;  // the recorder sweeps in address order
   if (a.size() < 256) {
     std::sort(a.begin(), a.end());
     return;

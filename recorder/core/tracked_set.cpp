@@ -10,111 +10,158 @@ namespace heapman::rec {
 
 namespace {
 
-inline size_t hashSlot(uint64_t k, int shift) {
-  return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> shift);
+constexpr uint64_t kPageMask = MarkSnapshot::kPageBytes - 1;
+
+inline size_t hashSlot(uint64_t page, int shift) {
+  return static_cast<size_t>(((page >> 12) * 0x9E3779B97F4A7C15ull) >> shift);
 }
+
+inline int shiftFor(size_t capacity) { return 64 - __builtin_ctzll(capacity); }
+
+// Bit `bit` of a page's 512-bit map.
+inline bool test(const uint64_t* bits, uint64_t bit) { return (bits[bit >> 6] >> (bit & 63)) & 1; }
 
 }  // namespace
 
-void TrackedSet::noteFree(uint64_t key) {
-  freed_.push_back({key, live_.size()});
-  // Many frees and no collection (GC_disable): apply them now and then, so memory stays bounded.
-  if (freed_.size() > (1u << 20) && freed_.size() > live_.size() / 4) applyFrees();
+TrackedSet::Page* TrackedSet::findPage(uint64_t page, bool create) {
+  if (index_.empty()) {
+    if (!create) return nullptr;
+    index_.assign(64, 0);
+  }
+  size_t mask = index_.size() - 1;
+  int shift = shiftFor(index_.size());
+  size_t h = hashSlot(page, shift);
+  while (index_[h]) {
+    if (pages_[index_[h] - 1].page == page) {
+      lastPage_ = page;
+      lastEntry_ = index_[h] - 1;
+      return &pages_[lastEntry_];
+    }
+    h = (h + 1) & mask;
+  }
+  if (!create) return nullptr;
+  pages_.push_back(Page{page, {}, {}});
+  auto entry = static_cast<uint32_t>(pages_.size() - 1);
+  if (pages_.size() * 2 > index_.size()) {
+    reindex();  // grows the index (at most half full), the new page included
+  } else {
+    index_[h] = entry + 1;
+  }
+  lastPage_ = page;
+  lastEntry_ = entry;
+  return &pages_[entry];
 }
 
-// The frees sorted by (key, mark) and an open-addressing index from key to its first pair; each
-// birth of a freed key takes the first pending free of that key whose mark lies above it. Frees
-// whose mark lies at or below it are stale (the object was never tracked) and dropped.
-void TrackedSet::applyFrees() {
-  size_t nf = freed_.size();
-  if (nf == 0) return;
-  std::sort(freed_.begin(), freed_.end(), [](const Pair& x, const Pair& y) {
-    return x.key != y.key ? x.key < y.key : x.mark < y.mark;
-  });
-  int bits = 4;
-  while ((size_t{1} << bits) < nf * 2) ++bits;
-  size_t cap = size_t{1} << bits, mask = cap - 1;
-  int shift = 64 - bits;
-  freeIndex_.assign(cap, 0);  // slot: index of the key's next pending pair + 1 (0: empty)
-  for (size_t i = 0; i < nf; ++i) {
-    if (i && freed_[i].key == freed_[i - 1].key) continue;
-    size_t h = hashSlot(freed_[i].key, shift);
-    while (freeIndex_[h]) h = (h + 1) & mask;
-    freeIndex_[h] = i + 1;
+void TrackedSet::reindex() {
+  size_t capacity = 64;
+  while (capacity < pages_.size() * 2) capacity *= 2;
+  index_.assign(capacity, 0);
+  size_t mask = capacity - 1;
+  int shift = shiftFor(capacity);
+  for (uint32_t i = 0; i < pages_.size(); ++i) {
+    size_t h = hashSlot(pages_[i].page, shift);
+    while (index_[h]) h = (h + 1) & mask;
+    index_[h] = i + 1;
   }
-  size_t out = 0;
-  for (size_t i = 0, n = live_.size(); i < n; ++i) {
-    uint64_t k = live_[i];
-    size_t h = hashSlot(k, shift);
-    while (freeIndex_[h] && freed_[freeIndex_[h] - 1].key != k) h = (h + 1) & mask;
-    bool freed = false;
-    if (freeIndex_[h]) {
-      size_t at = freeIndex_[h] - 1;
-      while (at < nf && freed_[at].key == k && freed_[at].mark <= i) ++at;  // stale frees
-      if (at < nf && freed_[at].key == k) {
-        freed = true;
-        ++at;
-      }
-      freeIndex_[h] = at + 1;  // the key's next pending free (past its pairs: harmless)
-    }
-    if (!freed) live_[out++] = k;
-  }
-  live_.resize(out);
-  freed_.clear();
+  lastPage_ = ~uint64_t{0};
+}
+
+void TrackedSet::add(uint64_t key) {
+  uint64_t address = key & ~uint64_t{1};
+  Page* p = pageOf(address & ~kPageMask, true);
+  uint64_t bit = (address & kPageMask) >> 3;
+  uint64_t m = uint64_t{1} << (bit & 63);
+  count_ += (p->live[bit >> 6] & m) == 0;
+  p->live[bit >> 6] |= m;
+  if (key & 1)
+    p->debug[bit >> 6] |= m;
+  else
+    p->debug[bit >> 6] &= ~m;
+}
+
+void TrackedSet::noteFree(uint64_t key) {
+  uint64_t address = key & ~uint64_t{1};
+  Page* p = pageOf(address & ~kPageMask, false);
+  if (!p) return;
+  uint64_t bit = (address & kPageMask) >> 3;
+  uint64_t m = uint64_t{1} << (bit & 63);
+  count_ -= (p->live[bit >> 6] & m) != 0;
+  p->live[bit >> 6] &= ~m;
+  p->debug[bit >> 6] &= ~m;
 }
 
 void TrackedSet::sweep(MarkSnapshot& marks, uint64_t debugOffset,
                        std::vector<uint64_t>& collected) {
   uint64_t t0 = monotonicNs();
-  applyFrees();
-  // Page index: open addressing from a page's address to 1 + its entry. A page listed twice
+  stats_.objects += count_;
+  // Snapshot index: open addressing from a page's address to 1 + its entry. A page listed twice
   // (never, the way the hooks build snapshots) has its bits merged into the first entry.
-  MarkSnapshot::Page* pages = marks.pages();
-  int bits = 4;
-  while ((size_t{1} << bits) < size_t{marks.count} * 2) ++bits;
-  size_t mask = (size_t{1} << bits) - 1;
-  int shift = 64 - bits;
-  slots_.assign(mask + 1, 0);
+  MarkSnapshot::Page* snap = marks.pages();
+  size_t capacity = 16;
+  while (capacity < size_t{marks.count} * 2) capacity *= 2;
+  size_t mask = capacity - 1;
+  int shift = shiftFor(capacity);
+  slots_.assign(capacity, 0);
   for (uint32_t i = 0; i < marks.count; ++i) {
-    size_t h = hashSlot(pages[i].page >> 12, shift);
-    while (slots_[h] && pages[slots_[h] - 1].page != pages[i].page) h = (h + 1) & mask;
+    size_t h = hashSlot(snap[i].page, shift);
+    while (slots_[h] && snap[slots_[h] - 1].page != snap[i].page) h = (h + 1) & mask;
     if (!slots_[h]) {
       slots_[h] = i + 1;
     } else {
-      for (int w = 0; w < 8; ++w) pages[slots_[h] - 1].bits[w] |= pages[i].bits[w];
+      for (int w = 0; w < 8; ++w) snap[slots_[h] - 1].bits[w] |= snap[i].bits[w];
     }
   }
-  auto find = [&](uint64_t page) -> const uint64_t* {
-    size_t h = hashSlot(page >> 12, shift);
+  auto marked = [&](uint64_t page) -> const uint64_t* {
+    size_t h = hashSlot(page, shift);
     while (slots_[h]) {
-      if (pages[slots_[h] - 1].page == page) return pages[slots_[h] - 1].bits;
+      if (snap[slots_[h] - 1].page == page) return snap[slots_[h] - 1].bits;
       h = (h + 1) & mask;
     }
     return nullptr;
   };
-  // One pass: the collected go to `collected`, the survivors move down in place. Consecutive
-  // births mostly share a page: its bits are looked up once for them.
-  uint64_t lastPage = UINT64_MAX;
-  const uint64_t* pageBits = nullptr;
-  size_t kept = 0, n = live_.size();
-  for (size_t i = 0; i < n; ++i) {
-    uint64_t key = live_[i];
-    uint64_t address = key & ~uint64_t{1};
-    uint64_t start = (key & 1) ? address - debugOffset : address;
-    uint64_t page = start & ~(MarkSnapshot::kPageBytes - 1);
-    if (page != lastPage) {
-      lastPage = page;
-      pageBits = find(page);
+  static constexpr uint64_t kNone[8] = {};
+  order_.resize(pages_.size());
+  for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  std::sort(order_.begin(), order_.end(),
+            [&](uint32_t x, uint32_t y) { return pages_[x].page < pages_[y].page; });
+  bool emptied = false;
+  for (uint32_t i : order_) {
+    Page& p = pages_[i];
+    const uint64_t* m = marked(p.page);
+    if (!m) m = kNone;
+    uint64_t left = 0;
+    for (int w = 0; w < 8; ++w) {
+      uint64_t live = p.live[w];
+      if (!live) continue;
+      uint64_t dead = live & ~p.debug[w] & ~m[w];
+      // Debug objects: their mark bit is at their start, maybe on another page.
+      for (uint64_t d = live & p.debug[w]; d; d &= d - 1) {
+        uint64_t address = p.page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d));
+        uint64_t start = address - debugOffset;
+        const uint64_t* sm = ((start ^ p.page) & ~kPageMask) == 0 ? m : marked(start & ~kPageMask);
+        if (!sm || !test(sm, (start & kPageMask) >> 3)) dead |= d & -d;
+      }
+      for (uint64_t d = dead; d; d &= d - 1)
+        collected.push_back(p.page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d)));
+      count_ -= static_cast<size_t>(__builtin_popcountll(dead));
+      p.live[w] = live & ~dead;
+      p.debug[w] &= ~dead;
+      left |= p.live[w];
     }
-    uint64_t bit = (start & (MarkSnapshot::kPageBytes - 1)) >> 3;
-    if (pageBits && ((pageBits[bit >> 6] >> (bit & 63)) & 1))
-      live_[kept++] = key;
-    else
-      collected.push_back(address);
+    if (!left) emptied = true;
   }
-  live_.resize(kept);
+  // Pages with nothing left go, so that the set follows the heap down as well as up.
+  if (emptied) {
+    size_t kept = 0;
+    for (const Page& p : pages_) {
+      uint64_t any = 0;
+      for (uint64_t w : p.live) any |= w;
+      if (any) pages_[kept++] = p;
+    }
+    pages_.resize(kept);
+    reindex();
+  }
   stats_.sweeps++;
-  stats_.objects += n;
   stats_.ns += monotonicNs() - t0;
 }
 

@@ -5,13 +5,14 @@
 // the program's threads would otherwise keep under the collector's lock: an allocation costs
 // the program one ring record and nothing more, and the collection pause only copies mark bits.
 //
-// The set is an array of keys in birth order: appending a birth and visiting every object at a
-// collection are sequential, no hashing. A key is the object's recorded address; bit 0 marks an
-// object of the GC_debug_* family, whose mark bit belongs to the object's start, debugOffset
-// bytes below. Explicit frees are rare (none in Mono): each is noted with the array's size at
-// that moment and applied at the next sweep to the first birth of its key below that mark, so
-// that a later object at the same address (appended after the free) survives, and a free of an
-// object the set never held (libgc's own tables) removes nothing.
+// The set has the snapshot's shape: for every 4 KiB page where a tracked object's recorded
+// address lies, a bit per 8 bytes. A birth sets its bit, an explicit free clears it (the events
+// arrive in order, so a later object at the same address is a later birth; a free of an object
+// the set never held, libgc's own tables, clears nothing). A sweep is then word-wide: tracked and
+// not marked, 64 objects per operation, and the collected addresses come out ascending, in
+// pages taken in address order, which is the order the log stores them in. A GC_debug_* object
+// has a second bit (`debug`): its mark bit belongs to its start, debugOffset bytes below the
+// recorded address, and is tested there one by one.
 #pragma once
 
 #include <cstddef>
@@ -24,12 +25,13 @@ namespace heapman::rec {
 
 class TrackedSet {
  public:
-  void add(uint64_t key) { live_.push_back(key); }
+  // key: the recorded address; bit 0 set for a GC_debug_* object.
+  void add(uint64_t key);
   void noteFree(uint64_t key);
   // Removes every object the snapshot does not show marked, appending its recorded address to
-  // `collected` (in birth order). The snapshot's pages may be merged in place (duplicates).
+  // `collected` in ascending order. The snapshot's pages may be merged in place (duplicates).
   void sweep(MarkSnapshot& marks, uint64_t debugOffset, std::vector<uint64_t>& collected);
-  size_t size() const { return live_.size(); }
+  size_t size() const { return count_; }
 
   // What the sweeps cost (HEAPMAN_STATS).
   struct Stats {
@@ -38,14 +40,26 @@ class TrackedSet {
   const Stats& stats() const { return stats_; }
 
  private:
-  void applyFrees();
-  struct Pair {
-    uint64_t key, mark;
+  struct Page {
+    uint64_t page;      // address, a multiple of MarkSnapshot::kPageBytes
+    uint64_t live[8];   // bit i: a tracked object recorded at page + 8 * i
+    uint64_t debug[8];  // ... which is a GC_debug_* object
   };
-  std::vector<uint64_t> live_;
-  std::vector<Pair> freed_;       // not applied yet: (key, live_.size() when it was freed)
-  std::vector<uint32_t> slots_;   // sweep's page index (reused): 1 + page entry, 0 empty
-  std::vector<uint64_t> freeIndex_;  // applyFrees' key index (reused)
+  // The page's entry; created when `create`, else null when absent. Consecutive births mostly
+  // share a page: that test is inline.
+  Page* pageOf(uint64_t page, bool create) {
+    return page == lastPage_ ? &pages_[lastEntry_] : findPage(page, create);
+  }
+  Page* findPage(uint64_t page, bool create);
+  void reindex();
+
+  std::vector<Page> pages_;     // in no order
+  std::vector<uint32_t> index_; // open addressing: 1 + entry in pages_, 0 empty
+  uint64_t lastPage_ = ~uint64_t{0};  // the page the last birth found (consecutive births
+  uint32_t lastEntry_ = 0;            // mostly share one)
+  size_t count_ = 0;
+  std::vector<uint32_t> slots_;  // sweep's snapshot index (reused)
+  std::vector<uint32_t> order_;  // sweep's pages by address (reused)
   Stats stats_;
 };
 

@@ -52,7 +52,8 @@ std::vector<uint64_t> sweep(TrackedSet& set, const std::vector<std::pair<uint64_
   Snapshot snap(marked);
   std::vector<uint64_t> collected;
   set.sweep(*snap, debugOffset, collected);
-  std::sort(collected.begin(), collected.end());
+  CHECK(std::is_sorted(collected.begin(), collected.end()));  // the order the log stores
+  CHECK(std::adjacent_find(collected.begin(), collected.end()) == collected.end());
   return collected;
 }
 
@@ -125,6 +126,19 @@ TEST_CASE("tracked set: a debug object's mark bit is its start's, below the reco
   CHECK(set.size() == 1);
   set.noteFree((kept + offset) | 1);
   CHECK(sweep(set, {}, offset).empty());
+
+  // A debug object recorded on the page after its start: tested at its start all the same.
+  const uint64_t across = kPageB - 16;  // start on page A; recorded at kPageB + 16
+  set.add((across + offset) | 1);
+  set.add(kPageB + 64);  // a plain object on the recorded address's page
+  CHECK(sweep(set, {{kPageA, {across}}, {kPageB, {kPageB + 64}}}, offset).empty());
+  CHECK(set.size() == 2);
+  CHECK(sweep(set, {{kPageB, {across + offset, kPageB + 64}}}, offset) ==
+        std::vector<uint64_t>{across + offset});
+  // The same address as a plain object again: its own bit counts now.
+  set.add(across + offset);
+  CHECK(sweep(set, {{kPageB, {across + offset, kPageB + 64}}}, offset).empty());
+  CHECK(set.size() == 2);
 }
 
 TEST_CASE("tracked set: a page listed twice counts with both entries' bits", "[recorder][tracked]") {

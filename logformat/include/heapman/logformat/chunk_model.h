@@ -103,7 +103,8 @@ class ChunkModel {
     infoOf_.push_back(info);
     lastAddress = address;
   }
-  // The decoder's onAlloc(): the same model change, given the size class the caller already
+  // onAlloc() for a caller (the decoder, the encoder) that has the size class at hand: the same
+  // model change, given the size class the caller already
   // looked up (sizeClass(infos[info].actualSize), not reset since) and with the LIFO entries
   // above `lifoIndex` moved by memmove instead of one modulo step at a time.
   [[gnu::always_inline]] void onAllocIn(SizeClass& s, uint64_t address, uint32_t info,
