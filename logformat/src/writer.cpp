@@ -97,8 +97,16 @@ struct LogWriter::Impl {
                  (uint64_t{info.stackId} << 32 | info.typeId) * 0x94D049BB133111EBull;
     return h ^ (h >> 31);
   }
-  std::optional<uint32_t> findInfo(const AllocInfo& info) {
+  // `cls`: the allocation's size class, whose last entry is tried second (one class, one site
+  // or type, mostly; its entry is in cache).
+  std::optional<uint32_t> findInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
     if (lastInfoIndex != UINT32_MAX && info == lastInfo) return lastInfoIndex;
+    // A hint only (a chunk reset zeroes it): in range and equal, or not used.
+    if (cls && cls->lastInfo < model.infos.size() && model.infos[cls->lastInfo] == info) {
+      lastInfo = info;
+      lastInfoIndex = cls->lastInfo;
+      return lastInfoIndex;
+    }
     const uint32_t* found = infoIndex.find(infoHash(info));
     if (found && model.infos[*found] == info) {
       lastInfo = info;
@@ -108,8 +116,8 @@ struct LogWriter::Impl {
     return std::nullopt;
   }
   // Writes the dictionary reference for `info` into S (a new entry when unseen in this chunk).
-  uint32_t putInfo(const AllocInfo& info) {
-    if (std::optional<uint32_t> known = findInfo(info)) {
+  uint32_t putInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
+    if (std::optional<uint32_t> known = findInfo(info, cls)) {
       s.putVarint(*known);
       return *known;
     }
@@ -216,16 +224,16 @@ void LogWriter::write(const Alloc& r) {
   uint32_t info;
   if (lifo) {
     // One byte when the entry exists and its index fits the tag.
-    std::optional<uint32_t> known = d.findInfo(ai);
+    std::optional<uint32_t> known = d.findInfo(ai, &cls);
     if (known && *known < tag::kAllocLifoInfoSpan) {
       info = *known;
       d.t.putByte(static_cast<uint8_t>(tag::kAllocLifoInfo + info));
     } else {
       d.t.putByte(tag::kAllocLifo);
-      info = d.putInfo(ai);
+      info = d.putInfo(ai, &cls);
     }
   } else {
-    info = d.putInfo(ai);
+    info = d.putInfo(ai, &cls);
     int deep = -1;
     for (uint32_t j = 1; j < cls.depth; ++j) {
       if (ChunkModel::lifoAt(cls, j) == r.address) {
@@ -272,6 +280,7 @@ void LogWriter::write(const Alloc& r) {
   if (!diesByCollection(r.heap))
     d.ordinalOf.insert(r.address, static_cast<uint32_t>(d.model.allocCount()));
   d.model.onAllocIn(cls, r.address, info, lifoIndex);  // cls: looked up above, not reset since
+  cls.lastInfo = info;
   afterRecord();
 }
 

@@ -31,6 +31,8 @@ class ChunkModel {
     uint64_t key = 0;       // actualSize this slot currently models
     uint64_t last = 0;      // last address allocated in the class
     uint64_t stride = 0;    // last - the address allocated before it
+    uint32_t lastInfo = UINT32_MAX;  // encoder only: the dictionary entry last allocated here
+                                     // (a hint: reset() zeroes it)
     uint64_t lifo[kLifoDepth] = {};
     uint32_t top = 0;       // lifo[(top - 1) % depth] is the most recently freed address
     uint32_t depth = 0;     // valid entries, <= kLifoDepth
