@@ -33,9 +33,10 @@ namespace heapman::rec {
 State g;
 __thread bool t_guard HEAPMAN_TLS = false;
 
+__thread Ring* t_ring HEAPMAN_TLS = nullptr;
+
 namespace {
 
-__thread Ring* t_ring HEAPMAN_TLS = nullptr;
 __thread bool t_noRing HEAPMAN_TLS = false;  // registration failed, or the thread has exited
 __thread uintptr_t t_stackHigh HEAPMAN_TLS = 0;
 
@@ -100,7 +101,7 @@ void wakeWriter() {
           nullptr, 0);
 }
 
-Ring* threadRing() {
+Ring* newThreadRing() {
   if (t_ring) return t_ring;
   if (t_noRing || !g.active.load(std::memory_order_acquire)) return nullptr;
   Guard guard;
@@ -232,17 +233,6 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   return e;
 }
 
-void commit(Ring* r, RawEvent* e) {
-  uint64_t head = r->head.load(std::memory_order_relaxed);
-  const uint64_t mask = r->capacity - 1;
-  // begin() may have padded to the end of the buffer: the record is where e is.
-  uint64_t at = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(e) - r->data);
-  if ((head & mask) != at) head += r->capacity - (head & mask);
-  r->head.store(head + e->size, std::memory_order_release);
-  r->nextSeq.store(e->seq + e->seqs, std::memory_order_release);
-  r->busy.store(0, std::memory_order_release);
-}
-
 void recordModules() {
   if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
   Guard guard;
@@ -331,15 +321,6 @@ RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* fram
   return e;
 }
 
-RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot, uint32_t extraLen,
-                        uint16_t framesFlag) {
-  RawEvent* e = begin(r, kind, 0, extraLen);
-  if (!e) return nullptr;
-  r->lastSlot = static_cast<uint8_t>(slot);
-  e->heap = heap;
-  e->flags = static_cast<uint16_t>(kSameStack | (slot << kStackSlotShift) | framesFlag);
-  return e;
-}
 
 RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, const void* from) {
   r = threadRing();

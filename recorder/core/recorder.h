@@ -99,7 +99,9 @@ struct State {
 extern State g;
 
 // The calling thread's ring, created on first use; null when this thread does not record.
-Ring* threadRing();
+extern __thread Ring* t_ring HEAPMAN_TLS;
+Ring* newThreadRing();  // the slow path: registers the thread's ring
+inline Ring* threadRing() { return t_ring ? t_ring : newThreadRing(); }
 
 // Two-phase emit. begin() reserves room in the ring, marks the thread busy and takes the
 // sequence number (an allocation only reads it: ring.h); the caller fills the record and calls
@@ -107,7 +109,16 @@ Ring* threadRing();
 // not block on anything the writer thread waits for. begin() returns null (event dropped and
 // counted as lost) when the ring stays full for too long.
 RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen);
-void commit(Ring* r, RawEvent* e);
+inline void commit(Ring* r, RawEvent* e) {
+  uint64_t head = r->head.load(std::memory_order_relaxed);
+  const uint64_t mask = r->capacity - 1;
+  // begin() may have padded to the end of the buffer: the record is where e is.
+  uint64_t at = static_cast<uint64_t>(reinterpret_cast<uint8_t*>(e) - r->data);
+  if ((head & mask) != at) head += r->capacity - (head & mask);
+  r->head.store(head + e->size, std::memory_order_release);
+  r->nextSeq.store(e->seq + e->seqs, std::memory_order_release);
+  r->busy.store(0, std::memory_order_release);
+}
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.
 // Frame-pointer walk, bounded by the thread's stack (never faults); where code without frame
@@ -137,8 +148,15 @@ RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* fram
                           uint32_t extraLen, uint16_t framesFlag);
 // The same for a caller that knows its stack is the one the ring keeps in `slot`: it read that
 // slot from an earlier event's flags (stackSlotOf), and Ring::slotChanges has not moved since.
-RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot, uint32_t extraLen,
-                        uint16_t framesFlag);
+inline RawEvent* beginWithSlot(Ring* r, Kind kind, uint8_t heap, uint32_t slot,
+                               uint32_t extraLen, uint16_t framesFlag) {
+  RawEvent* e = begin(r, kind, 0, extraLen);
+  if (!e) return nullptr;
+  r->lastSlot = static_cast<uint8_t>(slot);
+  e->heap = heap;
+  e->flags = static_cast<uint16_t>(kSameStack | (slot << kStackSlotShift) | framesFlag);
+  return e;
+}
 
 inline uint64_t* framesOf(RawEvent* e) { return reinterpret_cast<uint64_t*>(e + 1); }
 inline uint8_t* extraOf(RawEvent* e) {
