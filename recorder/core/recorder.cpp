@@ -281,11 +281,10 @@ int replaySlot(const Ring* r, uintptr_t start) {
     uint32_t k = i == 0 ? r->lastSlot : (i == r->lastSlot ? 0 : i);
     const StackMemo& m = r->memos[r->slotMemo[k]];
     if (m.start != start || m.count == 0 || !r->slotUsed[k] || m.frameless != frameless) continue;
-    // Every word the walk read, at the same place: independent loads. Slots often share the
-    // start and the leaf frames (one call site reached along different paths): stop at the
-    // first difference.
-    // One 16-byte load and compare per frame, four frames a test (the memo is padded to a
-    // multiple of four with entries that compare equal: captureStack).
+    // Every word the walk read, at the same place: independent loads, one 16-byte load and
+    // compare per frame, four frames a test (the memo is padded to a multiple of four with
+    // entries that compare equal: captureStack). Slots often share the start and the leaf frames
+    // (one call site reached along different paths): stop at the first group that differs.
     uint32_t j = 0;
     for (; j < m.count; j += 4) {
       auto same = [&](uint32_t f) {
@@ -320,7 +319,6 @@ RawEvent* beginWithFrames(Ring* r, Kind kind, uint8_t heap, const uint64_t* fram
   if (!same) std::memcpy(framesOf(e), frames, n * sizeof(uint64_t));
   return e;
 }
-
 
 RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, const void* from) {
   r = threadRing();
