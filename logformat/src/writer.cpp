@@ -57,8 +57,9 @@ struct LogWriter::Impl {
   detail::FlatMap ordinalOf{16};  // live address -> allocation ordinal in this chunk
   detail::FlatMap infoIndex{10};  // AllocInfo hash -> dictionary index
   // The entry the last allocation named: a run of allocations of one kind (one site, one class)
-  // finds it without hashing.
-  AllocInfo lastInfo;
+  // finds it without hashing. An index, compared through model.infos: a copy of the caller's
+  // AllocInfo would read its just-written fields as one wide load, which store forwarding
+  // cannot serve (that stall cost more than the hash).
   uint32_t lastInfoIndex = UINT32_MAX;
   IndexEntry entry;
 
@@ -100,16 +101,14 @@ struct LogWriter::Impl {
   // `cls`: the allocation's size class, whose last entry is tried second (one class, one site
   // or type, mostly; its entry is in cache).
   std::optional<uint32_t> findInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
-    if (lastInfoIndex != UINT32_MAX && info == lastInfo) return lastInfoIndex;
+    if (lastInfoIndex != UINT32_MAX && model.infos[lastInfoIndex] == info) return lastInfoIndex;
     // A hint only (a chunk reset zeroes it): in range and equal, or not used.
     if (cls && cls->lastInfo < model.infos.size() && model.infos[cls->lastInfo] == info) {
-      lastInfo = info;
       lastInfoIndex = cls->lastInfo;
       return lastInfoIndex;
     }
     const uint32_t* found = infoIndex.find(infoHash(info));
     if (found && model.infos[*found] == info) {
-      lastInfo = info;
       lastInfoIndex = *found;
       return *found;
     }
@@ -130,7 +129,6 @@ struct LogWriter::Impl {
     s.putVarint(info.typeId);
     model.infos.push_back(info);
     infoIndex.insert(infoHash(info), idx);
-    lastInfo = info;
     lastInfoIndex = idx;
     return idx;
   }
