@@ -2,7 +2,6 @@
 #include "tracked_set.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "recorder.h"
 
