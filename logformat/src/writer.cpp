@@ -6,7 +6,6 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <optional>
 #include <cstring>
 #include <unordered_set>
 
@@ -44,6 +43,7 @@ bool MemorySink::write(const void* data, size_t n) {
 // Per-chunk encoder state: the decoder's state (format.h) plus the lookups only the encoder
 // needs. Reset by resetChunk().
 struct LogWriter::Impl {
+  static constexpr uint32_t kNoInfo = UINT32_MAX;  // findInfo: not in this chunk's dictionary
   ByteBuffer t, a, s, m;
   uint32_t count = 0;
   bool haveEvent = false;
@@ -60,7 +60,7 @@ struct LogWriter::Impl {
   // finds it without hashing. An index, compared through model.infos: a copy of the caller's
   // AllocInfo would read its just-written fields as one wide load, which store forwarding
   // cannot serve (that stall cost more than the hash).
-  uint32_t lastInfoIndex = UINT32_MAX;
+  uint32_t lastInfoIndex = kNoInfo;
   IndexEntry entry;
 
   ByteBuffer ram;
@@ -84,7 +84,7 @@ struct LogWriter::Impl {
     model.reset();
     ordinalOf.clear();
     infoIndex.clear();
-    lastInfoIndex = UINT32_MAX;
+    lastInfoIndex = kNoInfo;
     entry = IndexEntry{};
   }
   size_t rawSize() const { return t.size() + a.size() + s.size() + m.size() + 15; }
@@ -98,10 +98,13 @@ struct LogWriter::Impl {
                  (uint64_t{info.stackId} << 32 | info.typeId) * 0x94D049BB133111EBull;
     return h ^ (h >> 31);
   }
-  // `cls`: the allocation's size class, whose last entry is tried second (one class, one site
-  // or type, mostly; its entry is in cache).
-  std::optional<uint32_t> findInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
-    if (lastInfoIndex != UINT32_MAX && model.infos[lastInfoIndex] == info) return lastInfoIndex;
+  // The dictionary index of `info` in this chunk, or kNoInfo. `cls`: the allocation's size class,
+  // whose last entry is tried second (one class, one site or type, mostly; its entry is in cache).
+  // A plain index, not std::optional: GCC returns that pair through a stack slot written in two
+  // narrow stores and read back as one wide load, a store-forwarding stall (~15 cycles) on the
+  // writer's busiest call (it was most of this function's time in perf).
+  uint32_t findInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
+    if (lastInfoIndex != kNoInfo && model.infos[lastInfoIndex] == info) return lastInfoIndex;
     // A hint only (a chunk reset zeroes it): in range and equal, or not used.
     if (cls && cls->lastInfo < model.infos.size() && model.infos[cls->lastInfo] == info) {
       lastInfoIndex = cls->lastInfo;
@@ -112,13 +115,13 @@ struct LogWriter::Impl {
       lastInfoIndex = *found;
       return *found;
     }
-    return std::nullopt;
+    return kNoInfo;
   }
   // Writes the dictionary reference for `info` into S (a new entry when unseen in this chunk).
   uint32_t putInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
-    if (std::optional<uint32_t> known = findInfo(info, cls)) {
-      s.putVarint(*known);
-      return *known;
+    if (uint32_t known = findInfo(info, cls); known != kNoInfo) {
+      s.putVarint(known);
+      return known;
     }
     auto idx = static_cast<uint32_t>(model.infos.size());
     s.putVarint(idx);
@@ -211,20 +214,19 @@ void LogWriter::afterRecord() {
   if (impl_->rawSize() >= options_.recordsChunkBytes) flushRecords();
 }
 
-void LogWriter::write(const Alloc& r) {
+void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocInfo& ai) {
   if (!ok_ || finished_) return;
   Impl& d = *impl_;
-  beginEvent(r.ev);
-  AllocInfo ai{r.heap, r.size, r.actualSize, r.stackId, r.typeId};
-  ChunkModel::SizeClass& cls = d.model.sizeClass(r.actualSize);
-  bool lifo = ChunkModel::lifoHas(cls) && ChunkModel::lifoTop(cls) == r.address;
+  beginEvent(ev);
+  ChunkModel::SizeClass& cls = d.model.sizeClass(ai.actualSize);
+  bool lifo = ChunkModel::lifoHas(cls) && ChunkModel::lifoTop(cls) == address;
   int lifoIndex = lifo ? 0 : -1;
   uint32_t info;
   if (lifo) {
     // One byte when the entry exists and its index fits the tag.
-    std::optional<uint32_t> known = d.findInfo(ai, &cls);
-    if (known && *known < tag::kAllocLifoInfoSpan) {
-      info = *known;
+    uint32_t known = d.findInfo(ai, &cls);
+    if (known != Impl::kNoInfo && known < tag::kAllocLifoInfoSpan) {
+      info = known;
       d.t.putByte(static_cast<uint8_t>(tag::kAllocLifoInfo + info));
     } else {
       d.t.putByte(tag::kAllocLifo);
@@ -234,7 +236,7 @@ void LogWriter::write(const Alloc& r) {
     info = d.putInfo(ai, &cls);
     int deep = -1;
     for (uint32_t j = 1; j < cls.depth; ++j) {
-      if (ChunkModel::lifoAt(cls, j) == r.address) {
+      if (ChunkModel::lifoAt(cls, j) == address) {
         deep = static_cast<int>(j);
         break;
       }
@@ -243,15 +245,15 @@ void LogWriter::write(const Alloc& r) {
       d.t.putByte(tag::kAllocLifoAt);
       d.a.putByte(static_cast<uint8_t>(deep));
       lifoIndex = deep;
-    } else if (d.model.sequentialGuess(cls) == r.address) {
+    } else if (d.model.sequentialGuess(cls) == address) {
       d.t.putByte(tag::kAllocSeq);
-    } else if (d.model.bumpGuess() == r.address) {
+    } else if (d.model.bumpGuess() == address) {
       d.t.putByte(tag::kAllocBump);
     } else {
       int ring = -1;
       // Only the entries written: a log of collected heaps has no frees to fill them.
       for (uint32_t k = 0, filled = d.model.ringFilled(); k < filled; ++k) {
-        if (d.model.ringAt(k) == r.address) {
+        if (d.model.ringAt(k) == address) {
           ring = static_cast<int>(k);
           break;
         }
@@ -260,8 +262,8 @@ void LogWriter::write(const Alloc& r) {
         d.t.putByte(tag::kAllocRing);
         d.a.putByte(static_cast<uint8_t>(ring));
       } else {
-        auto fromLast = static_cast<int64_t>(r.address - d.model.lastAddress);
-        auto fromClass = static_cast<int64_t>(r.address - cls.last);
+        auto fromLast = static_cast<int64_t>(address - d.model.lastAddress);
+        auto fromClass = static_cast<int64_t>(address - cls.last);
         if (zigzag(fromClass) < zigzag(fromLast)) {
           d.t.putByte(tag::kAllocNear);
           d.a.putZigzag(fromClass);
@@ -275,9 +277,9 @@ void LogWriter::write(const Alloc& r) {
   // Objects of collected heaps die by Collected records, rarely by a Free: not indexing them
   // keeps this table (its probes were most of the writer's time on GC logs) to the objects that
   // are freed; a rare explicit free of one is coded by address.
-  if (!diesByCollection(r.heap))
-    d.ordinalOf.insert(r.address, static_cast<uint32_t>(d.model.allocCount()));
-  d.model.onAllocIn(cls, r.address, info, lifoIndex);  // cls: looked up above, not reset since
+  if (!diesByCollection(ai.heap))
+    d.ordinalOf.insert(address, static_cast<uint32_t>(d.model.allocCount()));
+  d.model.onAllocIn(cls, address, info, lifoIndex);  // cls: looked up above, not reset since
   cls.lastInfo = info;
   afterRecord();
 }

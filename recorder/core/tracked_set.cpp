@@ -32,9 +32,8 @@ TrackedSet::Page* TrackedSet::findPage(uint64_t page, bool create) {
   size_t h = hashSlot(page, shift);
   while (index_[h]) {
     if (pages_[index_[h] - 1].page == page) {
-      lastPage_ = page;
-      lastEntry_ = index_[h] - 1;
-      return &pages_[lastEntry_];
+      recent_[(page >> 12) & (kRecent - 1)] = {page, index_[h] - 1};
+      return &pages_[index_[h] - 1];
     }
     h = (h + 1) & mask;
   }
@@ -46,8 +45,7 @@ TrackedSet::Page* TrackedSet::findPage(uint64_t page, bool create) {
   } else {
     index_[h] = entry + 1;
   }
-  lastPage_ = page;
-  lastEntry_ = entry;
+  recent_[(page >> 12) & (kRecent - 1)] = {page, entry};
   return &pages_[entry];
 }
 
@@ -62,7 +60,7 @@ void TrackedSet::reindex() {
     while (index_[h]) h = (h + 1) & mask;
     index_[h] = i + 1;
   }
-  lastPage_ = ~uint64_t{0};
+  for (Recent& c : recent_) c = Recent{};
 }
 
 void TrackedSet::add(uint64_t key) {

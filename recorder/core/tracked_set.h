@@ -45,18 +45,24 @@ class TrackedSet {
     uint64_t live[8];   // bit i: a tracked object recorded at page + 8 * i
     uint64_t debug[8];  // ... which is a GC_debug_* object
   };
-  // The page's entry; created when `create`, else null when absent. Consecutive births mostly
-  // share a page: that test is inline.
+  // The page's entry; created when `create`, else null when absent. Births come from a few
+  // pages at a time (one per size class the program allocates in: a particle and its vectors
+  // are two), so a small direct-mapped cache of recent pages answers most of them inline.
   Page* pageOf(uint64_t page, bool create) {
-    return page == lastPage_ ? &pages_[lastEntry_] : findPage(page, create);
+    const Recent& c = recent_[(page >> 12) & (kRecent - 1)];
+    return c.page == page ? &pages_[c.entry] : findPage(page, create);
   }
   Page* findPage(uint64_t page, bool create);
   void reindex();
 
   std::vector<Page> pages_;     // in no order
   std::vector<uint32_t> index_; // open addressing: 1 + entry in pages_, 0 empty
-  uint64_t lastPage_ = ~uint64_t{0};  // the page the last birth found (consecutive births
-  uint32_t lastEntry_ = 0;            // mostly share one)
+  struct Recent {
+    uint64_t page = ~uint64_t{0};  // never a page address: empty
+    uint32_t entry = 0;
+  };
+  static constexpr size_t kRecent = 16;
+  Recent recent_[kRecent];  // by the page number's low bits; emptied when entries move
   size_t count_ = 0;
   std::vector<uint32_t> slots_;  // sweep's snapshot index (reused)
   std::vector<uint32_t> order_;  // sweep's pages by address (reused)
