@@ -284,11 +284,6 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
   afterRecord();
 }
 
-bool LogWriter::diesByCollection(HeapKind h) {
-  return h == HeapKind::kGcNormal || h == HeapKind::kGcAtomic || h == HeapKind::kGcj ||
-         h == HeapKind::kGcTyped || h == HeapKind::kManaged;
-}
-
 void LogWriter::write(const Free& r) {
   if (!ok_ || finished_) return;
   Impl& d = *impl_;
@@ -349,7 +344,6 @@ namespace {
 // distance from the smallest address (11-bit digits: 2-3 passes for a collected set spread over
 // a few hundred MiB), several times faster than std::sort on the sets a collection produces.
 void sortAddresses(std::vector<uint64_t>& a) {
-  if (std::is_sorted(a.begin(), a.end())) return;  // the recorder sweeps in address order
   if (a.size() < 256) {
     std::sort(a.begin(), a.end());
     return;
@@ -378,25 +372,34 @@ void sortAddresses(std::vector<uint64_t>& a) {
 
 void LogWriter::write(const Collected& r) {
   if (!ok_ || finished_) return;
-  std::vector<uint64_t> sorted = r.addresses;
-  sortAddresses(sorted);
+  // The recorder's sets come sorted (its sweep goes in address order): no copy for those.
+  std::vector<uint64_t> copy;
+  const std::vector<uint64_t>* sorted = &r.addresses;
+  if (!std::is_sorted(r.addresses.begin(), r.addresses.end())) {
+    copy = r.addresses;
+    sortAddresses(copy);
+    sorted = &copy;
+  }
+  const uint64_t* a = sorted->data();
   size_t perRecord = std::max<uint32_t>(1, options_.maxCollectedPerRecord);
   size_t i = 0;
   do {
     Impl& d = *impl_;  // flushRecords() keeps impl_, only resets its state
-    size_t n = std::min(perRecord, sorted.size() - i);
+    size_t n = std::min(perRecord, sorted->size() - i);
     d.t.putByte(tag::kCollected);
     d.m.putVarint(r.gcNumber);
     d.m.putVarint(n);
+    uint8_t* out = d.m.tail(10 * n);
     uint64_t prev = 0;
     for (size_t k = 0; k < n; ++k) {
-      d.m.putVarint(sorted[i + k] - prev);
-      prev = sorted[i + k];
+      out = ByteBuffer::storeVarint(out, a[i + k] - prev);
+      prev = a[i + k];
     }
+    d.m.setTail(out);
     d.noteGc(r.gcNumber, d.entry);
     i += n;
     afterRecord();
-  } while (i < sorted.size() && ok_);
+  } while (i < sorted->size() && ok_);
 }
 
 void LogWriter::writeExtended(ExtKind kind, const EventCommon* ev,

@@ -189,15 +189,12 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   // Numbered events always read the clock; an allocation mostly takes its thread's last reading
   // (ring.h, "Time").
   uint64_t tsc;
-  uint32_t epoch = g.timeEpoch.load(std::memory_order_relaxed);
-  if (seqs || r->tscLeft == 0 || r->tscEpoch != epoch) {
-    tsc = __rdtsc();
-    r->lastTsc = tsc;
+  if (seqs) {  // a fresh reading, which the thread's next allocations may take (never earlier)
+    tsc = r->lastTsc = __rdtsc();
     r->tscLeft = g.allocTimeEvery - 1;
-    r->tscEpoch = epoch;
+    r->tscEpoch = g.timeEpoch.load(std::memory_order_relaxed);
   } else {
-    --r->tscLeft;
-    tsc = r->lastTsc;
+    tsc = allocationTsc(r);
   }
   if (r->lostPending) {
     auto* lost = reinterpret_cast<RawEvent*>(r->data + (head & mask));

@@ -17,6 +17,15 @@ inline size_t hashSlot(uint64_t page, int shift) {
 
 inline int shiftFor(size_t capacity) { return 64 - __builtin_ctzll(capacity); }
 
+// Set bits, inline: the portable build has no popcnt instruction and __builtin_popcountll
+// becomes a call into libgcc, once per swept word.
+inline uint64_t bitCount(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return (x * 0x0101010101010101ull) >> 56;
+}
+
 // Bit `bit` of a page's 512-bit map.
 inline bool test(const uint64_t* bits, uint64_t bit) { return (bits[bit >> 6] >> (bit & 63)) & 1; }
 
@@ -140,7 +149,7 @@ void TrackedSet::sweep(MarkSnapshot& marks, uint64_t debugOffset,
       }
       for (uint64_t d = dead; d; d &= d - 1)
         collected.push_back(p.page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d)));
-      count_ -= static_cast<size_t>(__builtin_popcountll(dead));
+      count_ -= static_cast<size_t>(bitCount(dead));
       p.live[w] = live & ~dead;
       p.debug[w] &= ~dead;
       left |= p.live[w];

@@ -435,71 +435,90 @@ void announceClass(MonoClass* klass) {
 // ---------------------------------------------------------------------------------------------
 // Allocations.
 
+// A class this thread has not allocated lately: asks Mono.
+__attribute__((noinline)) void cacheClass(CachedClass& cached, uint64_t vtable, MonoObject* obj) {
+  MonoClass* klass = m.mono_object_get_class(obj);
+  announceClass(klass);
+  uint32_t size = 0, element = 0;
+  Shape shape = Shape::kOther;
+  int rank = m.mono_class_get_rank(klass);
+  if (klass == m.mono_get_string_class()) {
+    shape = Shape::kString;
+  } else if (rank == 0) {
+    uint64_t fixed = m.mono_object_get_size(obj);
+    if (fixed < UINT32_MAX) shape = Shape::kFixed, size = static_cast<uint32_t>(fixed);
+  } else if (rank == 1) {
+    shape = Shape::kVector, element = static_cast<uint32_t>(m.mono_array_element_size(klass));
+  }
+  uint64_t actual = shape == Shape::kFixed ? m.collector.size(obj) : 0;
+  cached = {vtable, reinterpret_cast<uint64_t>(klass), size,
+            actual < UINT32_MAX ? static_cast<uint32_t>(actual) : 0u, element, shape};
+  if (shape == Shape::kFixed && !cached.actual) cached.shape = Shape::kOther;
+}
+
+// The size of a string, an array or an object of no fixed size.
+__attribute__((noinline)) uint64_t variableSize(const CachedClass& cached, MonoObject* obj) {
+  if (cached.shape == Shape::kOther || g_sizeLayoutOff.load(std::memory_order_relaxed))
+    return m.mono_object_get_size(obj);
+  uint64_t size = computedSize(cached, obj);
+  if (g_sizeChecks.load(std::memory_order_relaxed) < kSizeChecks) {
+    g_sizeChecks.fetch_add(1, std::memory_order_relaxed);
+    uint64_t official = m.mono_object_get_size(obj);
+    if (official != size) {
+      if (!g_sizeLayoutOff.exchange(true))
+        say("Mono layer: string/array layout differs from Mono 6.8's; sizes from "
+            "mono_object_get_size");
+      size = official;
+    }
+  }
+  return size;
+}
+
+// An allocation whose stack is not the one its thread's last allocation left in a slot: takes
+// the managed frames (or none) through the ring's stack cache.
+__attribute__((noinline)) RawEvent* beginAllocationWithFrames(Ring* r, LastStack& last,
+                                                              uint32_t changes) {
+  uint64_t frames[kMaxFrames];
+  uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
+  RawEvent* e = beginWithFrames(r, Kind::kAlloc, static_cast<uint8_t>(HeapKind::kManaged), frames,
+                                n, 0, kManagedFrames);
+  if (e) last = {r, changes, r->slotChanges, stackSlotOf(e->flags)};
+  return e;
+}
+
+// The commonest event of a Mono program. Its usual path (a class this thread allocated lately,
+// of fixed size, in a method that allocated before) calls nothing; the rest is out of line.
+// The guard covers all of it, also against a signal handler that allocates on this thread
+// while its record is half written.
 void onAllocation(MonoProfiler*, MonoObject* obj) {
   if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
   Guard guard;
   uint64_t vtable;
   std::memcpy(&vtable, obj, sizeof vtable);
   CachedClass& cached = t_classCache[(vtable >> 4) & (kClassCache - 1)];
-  if (__builtin_expect(cached.vtable != vtable, 0)) {
-    MonoClass* klass = m.mono_object_get_class(obj);
-    announceClass(klass);
-    uint32_t size = 0, element = 0;
-    Shape shape = Shape::kOther;
-    int rank = m.mono_class_get_rank(klass);
-    if (klass == m.mono_get_string_class()) {
-      shape = Shape::kString;
-    } else if (rank == 0) {
-      uint64_t fixed = m.mono_object_get_size(obj);
-      if (fixed < UINT32_MAX) shape = Shape::kFixed, size = static_cast<uint32_t>(fixed);
-    } else if (rank == 1) {
-      shape = Shape::kVector, element = static_cast<uint32_t>(m.mono_array_element_size(klass));
-    }
-    uint64_t actual = shape == Shape::kFixed ? m.collector.size(obj) : 0;
-    cached = {vtable, reinterpret_cast<uint64_t>(klass), size,
-              actual < UINT32_MAX ? static_cast<uint32_t>(actual) : 0u, element, shape};
-    if (shape == Shape::kFixed && !cached.actual) cached.shape = Shape::kOther;
-  }
+  if (__builtin_expect(cached.vtable != vtable, 0)) cacheClass(cached, vtable, obj);
   uint64_t size, actual;
   if (__builtin_expect(cached.shape == Shape::kFixed, 1)) {
     size = cached.size;
     actual = cached.actual;
   } else {
-    if (cached.shape == Shape::kOther || g_sizeLayoutOff.load(std::memory_order_relaxed)) {
-      size = m.mono_object_get_size(obj);
-    } else {
-      size = computedSize(cached, obj);
-      if (g_sizeChecks.load(std::memory_order_relaxed) < kSizeChecks) {
-        g_sizeChecks.fetch_add(1, std::memory_order_relaxed);
-        uint64_t official = m.mono_object_get_size(obj);
-        if (official != size) {
-          if (!g_sizeLayoutOff.exchange(true))
-            say("Mono layer: string/array layout differs from Mono 6.8's; sizes from "
-                "mono_object_get_size");
-          size = official;
-        }
-      }
-    }
+    size = variableSize(cached, obj);
     actual = m.collector.size(obj);
   }
   const uint64_t key = cached.klass;
   Ring* r = threadRing();
   if (!r) return;
-  const auto heap = static_cast<uint8_t>(HeapKind::kManaged);
   RawEvent* e;
   // No call or return since this thread's last allocation (or no stacks at all): the same stack,
   // still in its slot (consecutive allocations in one method need no copy and no comparison).
   Shadow* s = t_shadow;
   LastStack& last = s ? s->last : t_lastNoShadow;
   const uint32_t changes = s ? s->changes : 0;
-  if (last.ring == r && last.changes == changes && last.slotChanges == r->slotChanges) {
-    e = beginWithSlot(r, Kind::kAlloc, heap, last.slot, 0, kManagedFrames);
-  } else {
-    uint64_t frames[kMaxFrames];
-    uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
-    e = beginWithFrames(r, Kind::kAlloc, heap, frames, n, 0, kManagedFrames);
-    if (e) last = {r, changes, r->slotChanges, stackSlotOf(e->flags)};
-  }
+  if (last.ring == r && last.changes == changes && last.slotChanges == r->slotChanges)
+    e = beginAllocationWithSlot(r, static_cast<uint8_t>(HeapKind::kManaged), last.slot,
+                                kManagedFrames);
+  else
+    e = beginAllocationWithFrames(r, last, changes);
   if (e) {
     e->a = reinterpret_cast<uint64_t>(obj);
     e->b = size;

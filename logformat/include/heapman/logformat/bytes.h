@@ -35,13 +35,23 @@ class ByteBuffer {
   }
   void putVarint(uint64_t v) {
     if (capacity_ - size_ < 10) grow(size_ + 10);
-    uint8_t* p = data_.get() + size_;
+    size_ = static_cast<size_t>(storeVarint(data_.get() + size_, v) - data_.get());
+  }
+  // Writing in place, for loops (a byte store may alias the buffer's own fields, so per-value
+  // calls reload them): room for n bytes at the end, then the end the caller wrote up to.
+  uint8_t* tail(size_t n) {
+    if (capacity_ - size_ < n) grow(size_ + n);
+    return data_.get() + size_;
+  }
+  void setTail(const uint8_t* end) { size_ = static_cast<size_t>(end - data_.get()); }
+  // A varint at p (10 bytes of room at most); returns the byte after it.
+  static uint8_t* storeVarint(uint8_t* p, uint64_t v) {
     while (v >= 0x80) {
       *p++ = static_cast<uint8_t>(v | 0x80);
       v >>= 7;
     }
     *p++ = static_cast<uint8_t>(v);
-    size_ = static_cast<size_t>(p - data_.get());
+    return p;
   }
   void putZigzag(int64_t v) { putVarint(zigzag(v)); }
   void putU64(uint64_t v) {

@@ -119,7 +119,10 @@ class LogWriter {
   void beginEvent(const EventCommon& ev);
   void noteTime(const EventCommon& ev);
   void afterRecord();
-  static bool diesByCollection(HeapKind h);
+  static bool diesByCollection(HeapKind h) {
+    return h == HeapKind::kGcNormal || h == HeapKind::kGcAtomic || h == HeapKind::kGcj ||
+           h == HeapKind::kGcTyped || h == HeapKind::kManaged;
+  }
   void writeExtended(ExtKind kind, const EventCommon* ev, const std::vector<uint8_t>& body);
   void flushRecords();
   void flushRam();
