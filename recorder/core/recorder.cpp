@@ -101,6 +101,14 @@ void wakeWriter() {
           nullptr, 0);
 }
 
+void collectionStarted() { g.collecting.store(1, std::memory_order_relaxed); }
+
+void collectionEnded() {
+  g.collecting.store(0, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.collecting), FUTEX_WAKE_PRIVATE, 1, nullptr,
+          nullptr, 0);
+}
+
 Ring* newThreadRing() {
   if (t_ring) return t_ring;
   if (t_noRing || !g.active.load(std::memory_order_acquire)) return nullptr;
@@ -150,7 +158,10 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
     r->cachedTail = r->tail.load(std::memory_order_acquire);
   for (int round = 0; head + total - r->cachedTail > r->capacity;
        r->cachedTail = r->tail.load(std::memory_order_acquire), ++round) {
-    if (round == 0 || (round & 63) == 0) wakeWriter();
+    if (round == 0 || (round & 63) == 0) {
+      g.ringFull.store(1, std::memory_order_relaxed);  // even during a collection
+      wakeWriter();
+    }
     if (round > 20000 || g.stop.load(std::memory_order_relaxed)) {
       ++r->lostPending;
       return nullptr;

@@ -56,6 +56,10 @@ struct State {
   std::atomic<uint32_t> flushRequests{0};  // a dying thread asks the writer to write out all
   std::atomic<uint32_t> flushesDone{0};    // futex word: the writer answers here
   std::atomic<bool> finishing{false};      // finishRecording() ran (or is running)
+  // Futex word: 1 while a collection runs (collectionStarted/Ended). The collector marks on
+  // every core it has; the writer steps aside meanwhile, unless a thread waits on a full ring.
+  std::atomic<uint32_t> collecting{0};
+  std::atomic<uint32_t> ringFull{0};       // a thread waits for room in its ring (begin())
   int pid = 0;                             // the recorded process (a fork child updates it)
   int parentPid = 0;                       // for a forked child's log header
   pthread_key_t threadKey{};
@@ -215,6 +219,9 @@ inline uint8_t* extraOf(RawEvent* e) {
 }
 
 void wakeWriter();
+// The collector layers call these at a collection's start and end (State::collecting).
+void collectionStarted();
+void collectionEnded();
 
 // CLOCK_MONOTONIC in ns.
 inline uint64_t monotonicNs() {

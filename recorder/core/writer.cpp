@@ -160,7 +160,8 @@ class Writer {
         inject([this] { applyModules(scanModules(), timeOf(__rdtsc())); });
       }
       calibrate();
-      drainBelow(watermark());
+      if (!stopping && stepAsideForCollection()) continue;
+      drainBelow(watermark(), /*yieldToCollection=*/!stopping);
       if (stopping) break;
       // A dying thread waits for this (flushForCrash); otherwise close the open chunk every
       // 100 ms, so that a killed program loses at most that much.
@@ -197,8 +198,11 @@ class Writer {
       timespec cpu{};
       clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
       double ms = cpu.tv_sec * 1e3 + cpu.tv_nsec / 1e6;
-      say("writer thread: %.1f ms of CPU for %llu records (%.1f ns per record)", ms,
-          static_cast<unsigned long long>(nextSeq_), nextSeq_ ? ms * 1e6 / nextSeq_ : 0.0);
+      say("writer thread: %.1f ms of CPU for %llu records (%.1f ns per record); stepped aside "
+          "for %llu collections, %.1f ms (%llu rounds cut short)",
+          ms, static_cast<unsigned long long>(nextSeq_), nextSeq_ ? ms * 1e6 / nextSeq_ : 0.0,
+          static_cast<unsigned long long>(aside_.count), aside_.ns / 1e6,
+          static_cast<unsigned long long>(aside_.drainsCut));
     }
     if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv("HEAPMAN_STATS"))
       say("%llu sweeps tested %llu objects in %.1f ms on the writer thread (%.1f ns per object)",
@@ -272,6 +276,31 @@ class Writer {
     return t;
   }
 
+  // While the program collects, the writer waits (State::collecting): the collector marks on
+  // every core (libgc's parallel marker threads), and a writer draining meanwhile takes one from
+  // it, lengthening the pause by up to half; the rings keep what arrives (little: the world is
+  // mostly stopped). It drains anyway when a thread waits for room, when asked to flush or to
+  // stop, and after kMaxAsideNs in one collection. True if it waited (the caller starts a new
+  // round).
+  bool stepAsideForCollection() {
+    if (!g.collecting.load(std::memory_order_acquire)) return false;
+    uint64_t start = monotonicNs();
+    bool waited = false;
+    ++aside_.count;
+    while (g.collecting.load(std::memory_order_acquire) &&
+           !g.ringFull.load(std::memory_order_relaxed) &&
+           g.flushRequests.load(std::memory_order_acquire) == flushesAnswered_ &&
+           !g.stop.load(std::memory_order_acquire) && monotonicNs() - start < kMaxAsideNs) {
+      timespec timeout{0, 1000000};
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.collecting), FUTEX_WAIT_PRIVATE, 1,
+              &timeout, nullptr, 0);
+      waited = true;
+    }
+    aside_.ns += monotonicNs() - start;
+    return waited;
+  }
+  static constexpr uint64_t kMaxAsideNs = 100'000'000;
+
   // No numbered event with a smaller sequence number, nor an unnumbered one that goes before
   // such a number, can still appear in a ring (recorder.h, ring.h).
   static uint64_t watermark() {
@@ -313,8 +342,12 @@ class Writer {
   // that read `bound` or less can still be in flight (its `busy` store may become visible after
   // the writer looked): it is written when it arrives, after events that did not happen before
   // it (a thread that learnt about the allocation got its own number after it was committed).
-  void drainBelow(uint64_t bound) {
+  // `yieldToCollection`: a round that may stop early when a collection starts (the rest waits
+  // in the rings for the next round; stepAsideForCollection).
+  void drainBelow(uint64_t bound, bool yieldToCollection = false) {
     const uint64_t limit = 2 * bound + 1;
+    uint32_t sinceCheck = 0;
+    bool aside = false;
     cursors_.clear();
     for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
       uint64_t tail = r->tail.load(std::memory_order_relaxed);
@@ -338,7 +371,7 @@ class Writer {
           nextOrder = o;
         }
       }
-      if (!best) break;
+      if (!best || aside) break;
       // Equal orders (unnumbered events of two threads that read the same number) may go in
       // either order; each ring's own order is kept.
       for (RawEvent* e = peek(*best); e && orderOf(e) <= nextOrder && orderOf(e) < limit;
@@ -348,8 +381,18 @@ class Writer {
         convert(best->ring, e);
         best->tail += e->size;
         if (best->tail - best->published >= (64u << 10)) publish(*best);
+        if (yieldToCollection && ++sinceCheck == 256) {
+          sinceCheck = 0;
+          if (g.collecting.load(std::memory_order_relaxed) &&
+              !g.ringFull.load(std::memory_order_relaxed)) {
+            aside = true;
+            break;
+          }
+        }
       }
     }
+    if (!aside) g.ringFull.store(0, std::memory_order_relaxed);
+    aside_.drainsCut += aside;
     for (Cursor& c : cursors_) publish(c);
     reapClosedRings();
     checkWriter();
@@ -603,6 +646,9 @@ class Writer {
   struct {
     uint64_t count = 0, copyNs = 0, bytes = 0;
   } ramDumps_;
+  struct {
+    uint64_t count = 0, ns = 0, drainsCut = 0;
+  } aside_;  // stepAsideForCollection (HEAPMAN_STATS)
 };
 
 void* writerMain(void*) {

@@ -370,9 +370,15 @@ void GC_CALLBACK onCollectionEvent(GC_EventType event) {
     bool was = t_inCallback;
     t_inCallback = true;
     switch (event) {
-      case GC_EVENT_START: emitGcBegin(); break;
+      case GC_EVENT_START:
+        collectionStarted();
+        emitGcBegin();
+        break;
       case GC_EVENT_RECLAIM_END: onReclaimEnd(); break;
-      case GC_EVENT_END: emitGcEnd(); break;
+      case GC_EVENT_END:
+        emitGcEnd();
+        collectionEnded();
+        break;
       default: break;  // MARK_END and the stop-world events: the world is stopped, do nothing
     }
     t_inCallback = was;

@@ -731,10 +731,13 @@ void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool) {
   Guard guard;
   bool was = gc::t_inCallback;
   gc::t_inCallback = true;
-  if (event == MONO_GC_EVENT_START)
+  if (event == MONO_GC_EVENT_START) {
+    collectionStarted();
     onGcStart();
-  else
+  } else {
     onGcEnd();
+    collectionEnded();
+  }
   gc::t_inCallback = was;
 }
 
