@@ -156,6 +156,8 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   // two threads do not pull one cache line back and forth on every event.
   if (head + total - r->cachedTail > r->capacity)
     r->cachedTail = r->tail.load(std::memory_order_acquire);
+  uint64_t waitStart = 0;
+  if (head + total - r->cachedTail > r->capacity) waitStart = monotonicNs();
   for (int round = 0; head + total - r->cachedTail > r->capacity;
        r->cachedTail = r->tail.load(std::memory_order_acquire), ++round) {
     if (round == 0 || (round & 63) == 0) {
@@ -174,6 +176,10 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
       timespec ts{0, 50000};
       nanosleep(&ts, nullptr);
     }
+  }
+  if (waitStart) {
+    g.fullWaits.fetch_add(1, std::memory_order_relaxed);
+    g.fullWaitNs.fetch_add(monotonicNs() - waitStart, std::memory_order_relaxed);
   }
   // Wake the writer as the ring crosses half full (it also wakes every millisecond).
   uint64_t fill = head - r->cachedTail;

@@ -60,6 +60,7 @@ struct State {
   // every core it has; the writer steps aside meanwhile, unless a thread waits on a full ring.
   std::atomic<uint32_t> collecting{0};
   std::atomic<uint32_t> ringFull{0};       // a thread waits for room in its ring (begin())
+  std::atomic<uint64_t> fullWaits{0}, fullWaitNs{0};  // how often and how long (HEAPMAN_STATS)
   int pid = 0;                             // the recorded process (a fork child updates it)
   int parentPid = 0;                       // for a forked child's log header
   pthread_key_t threadKey{};
@@ -67,7 +68,7 @@ struct State {
   bool writerRunning = false;
   int fd = -1;
   uint32_t depth = 32;                 // frames per stack
-  uint64_t ringBytes = 8u << 20;
+  uint64_t ringBytes = 32u << 20;      // per recording thread; faulted in as it fills (writer.cpp)
   uint64_t timeResolutionNs = 10000;   // event times are kept to this (rarer TIME records)
   uint32_t allocTimeEvery = 16;        // an allocation reads the TSC at least every Nth (ring.h)
   uint64_t tsc0 = 0;                   // time stamp counter and CLOCK_MONOTONIC at start

@@ -146,6 +146,7 @@ struct alignas(64) Ring {
   // Consumer side (the writer thread only).
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed
   uint32_t writerSlotStack[kStackSlots] = {};  // stack id in each slot (see kSameStack)
+  uint64_t populated = 0;  // bytes of data the writer has faulted in ahead of the producer
 };
 
 // Allocates a ring with mmap (not the hooked heap). Returns null on failure.
