@@ -172,7 +172,8 @@ bool LogWriter::emit(const void* p, size_t n) {
   return true;
 }
 
-void LogWriter::noteTime(const EventCommon& ev) {
+// The per-record helpers are inline (writer.cpp is their only user): they run for every record.
+__attribute__((always_inline)) inline void LogWriter::noteTime(const EventCommon& ev) {
   Impl& d = *impl_;
   if (ev.timeNs != d.curTime) {
     d.t.putByte(tag::kTime);
@@ -189,7 +190,7 @@ void LogWriter::noteTime(const EventCommon& ev) {
 }
 
 // Emits TIME, THREAD and SEQ records as needed before an event.
-void LogWriter::beginEvent(const EventCommon& ev) {
+__attribute__((always_inline)) inline void LogWriter::beginEvent(const EventCommon& ev) {
   Impl& d = *impl_;
   if (!d.haveEvent) {
     d.haveEvent = true;
@@ -209,7 +210,7 @@ void LogWriter::beginEvent(const EventCommon& ev) {
   d.endTime = std::max(d.endTime, ev.timeNs);
 }
 
-void LogWriter::afterRecord() {
+__attribute__((always_inline)) inline void LogWriter::afterRecord() {
   ++impl_->count;
   if (impl_->rawSize() >= options_.recordsChunkBytes) flushRecords();
 }

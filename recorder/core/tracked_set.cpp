@@ -9,10 +9,8 @@ namespace heapman::rec {
 
 namespace {
 
-constexpr uint64_t kPageMask = MarkSnapshot::kPageBytes - 1;
-
-inline size_t hashSlot(uint64_t page, int shift) {
-  return static_cast<size_t>(((page >> 12) * 0x9E3779B97F4A7C15ull) >> shift);
+inline size_t hashSlot(uint64_t key, int shift) {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift);
 }
 
 inline int shiftFor(size_t capacity) { return 64 - __builtin_ctzll(capacity); }
@@ -31,69 +29,70 @@ inline bool test(const uint64_t* bits, uint64_t bit) { return (bits[bit >> 6] >>
 
 }  // namespace
 
-TrackedSet::Page* TrackedSet::findPage(uint64_t page, bool create) {
-  if (index_.empty()) {
-    if (!create) return nullptr;
-    index_.assign(64, 0);
-  }
-  size_t mask = index_.size() - 1;
-  int shift = shiftFor(index_.size());
-  size_t h = hashSlot(page, shift);
-  while (index_[h]) {
-    if (pages_[index_[h] - 1].page == page) {
-      recent_[(page >> 12) & (kRecent - 1)] = {page, index_[h] - 1};
-      return &pages_[index_[h] - 1];
+TrackedSet::Region* TrackedSet::findRegion(uint64_t number, bool create) {
+  if (!index_.empty()) {
+    size_t mask = index_.size() - 1;
+    for (size_t h = hashSlot(number, shiftFor(index_.size())); index_[h]; h = (h + 1) & mask) {
+      Region* rg = regions_[index_[h] - 1].get();
+      if (rg->number == number) {
+        recent_[number & (kRecent - 1)] = {number, rg};
+        return rg;
+      }
     }
-    h = (h + 1) & mask;
   }
   if (!create) return nullptr;
-  pages_.push_back(Page{page, {}, {}});
-  auto entry = static_cast<uint32_t>(pages_.size() - 1);
-  if (pages_.size() * 2 > index_.size()) {
-    reindex();  // grows the index (at most half full), the new page included
+  regions_.push_back(std::make_unique<Region>());
+  Region* rg = regions_.back().get();
+  rg->number = number;
+  if (regions_.size() * 2 > index_.size()) {
+    reindex();  // grows the index (at most half full), the new region included
   } else {
-    index_[h] = entry + 1;
+    size_t mask = index_.size() - 1;
+    size_t h = hashSlot(number, shiftFor(index_.size()));
+    while (index_[h]) h = (h + 1) & mask;
+    index_[h] = static_cast<uint32_t>(regions_.size());
   }
-  recent_[(page >> 12) & (kRecent - 1)] = {page, entry};
-  return &pages_[entry];
+  recent_[number & (kRecent - 1)] = {number, rg};
+  return rg;
 }
 
 void TrackedSet::reindex() {
-  size_t capacity = 64;
-  while (capacity < pages_.size() * 2) capacity *= 2;
+  size_t capacity = 16;
+  while (capacity < regions_.size() * 2) capacity *= 2;
   index_.assign(capacity, 0);
   size_t mask = capacity - 1;
   int shift = shiftFor(capacity);
-  for (uint32_t i = 0; i < pages_.size(); ++i) {
-    size_t h = hashSlot(pages_[i].page, shift);
+  for (uint32_t i = 0; i < regions_.size(); ++i) {
+    size_t h = hashSlot(regions_[i]->number, shift);
     while (index_[h]) h = (h + 1) & mask;
     index_[h] = i + 1;
   }
   for (Recent& c : recent_) c = Recent{};
 }
 
-void TrackedSet::add(uint64_t key) {
-  uint64_t address = key & ~uint64_t{1};
-  Page* p = pageOf(address & ~kPageMask, true);
-  uint64_t bit = (address & kPageMask) >> 3;
+void TrackedSet::setDebug(Region& rg, uint32_t page, uint64_t bit, bool on) {
+  if (!rg.debug) {
+    if (!on) return;
+    rg.debug = std::make_unique<Bits[]>(kPages);
+  }
   uint64_t m = uint64_t{1} << (bit & 63);
-  count_ += (p->live[bit >> 6] & m) == 0;
-  p->live[bit >> 6] |= m;
-  if (key & 1)
-    p->debug[bit >> 6] |= m;
+  if (on)
+    rg.debug[page].w[bit >> 6] |= m;
   else
-    p->debug[bit >> 6] &= ~m;
+    rg.debug[page].w[bit >> 6] &= ~m;
 }
 
 void TrackedSet::noteFree(uint64_t key) {
   uint64_t address = key & ~uint64_t{1};
-  Page* p = pageOf(address & ~kPageMask, false);
-  if (!p) return;
+  Region* rg = regionOf(address >> kRegionShift, false);
+  if (!rg) return;
+  uint32_t page = (address >> 12) & (kPages - 1);
   uint64_t bit = (address & kPageMask) >> 3;
   uint64_t m = uint64_t{1} << (bit & 63);
-  count_ -= (p->live[bit >> 6] & m) != 0;
-  p->live[bit >> 6] &= ~m;
-  p->debug[bit >> 6] &= ~m;
+  uint64_t& word = rg->live[page].w[bit >> 6];
+  count_ -= (word & m) != 0;
+  word &= ~m;
+  if (rg->debug) rg->debug[page].w[bit >> 6] &= ~m;
 }
 
 void TrackedSet::sweep(MarkSnapshot& marks, uint64_t debugOffset,
@@ -109,7 +108,7 @@ void TrackedSet::sweep(MarkSnapshot& marks, uint64_t debugOffset,
   int shift = shiftFor(capacity);
   slots_.assign(capacity, 0);
   for (uint32_t i = 0; i < marks.count; ++i) {
-    size_t h = hashSlot(snap[i].page, shift);
+    size_t h = hashSlot(snap[i].page >> 12, shift);
     while (slots_[h] && snap[slots_[h] - 1].page != snap[i].page) h = (h + 1) & mask;
     if (!slots_[h]) {
       slots_[h] = i + 1;
@@ -118,7 +117,7 @@ void TrackedSet::sweep(MarkSnapshot& marks, uint64_t debugOffset,
     }
   }
   auto marked = [&](uint64_t page) -> const uint64_t* {
-    size_t h = hashSlot(page, shift);
+    size_t h = hashSlot(page >> 12, shift);
     while (slots_[h]) {
       if (snap[slots_[h] - 1].page == page) return snap[slots_[h] - 1].bits;
       h = (h + 1) & mask;
@@ -126,45 +125,47 @@ void TrackedSet::sweep(MarkSnapshot& marks, uint64_t debugOffset,
     return nullptr;
   };
   static constexpr uint64_t kNone[8] = {};
-  order_.resize(pages_.size());
-  for (uint32_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  order_.clear();
+  for (const auto& rg : regions_) order_.push_back(rg.get());
   std::sort(order_.begin(), order_.end(),
-            [&](uint32_t x, uint32_t y) { return pages_[x].page < pages_[y].page; });
+            [](const Region* x, const Region* y) { return x->number < y->number; });
   bool emptied = false;
-  for (uint32_t i : order_) {
-    Page& p = pages_[i];
-    const uint64_t* m = marked(p.page);
-    if (!m) m = kNone;
-    uint64_t left = 0;
-    for (int w = 0; w < 8; ++w) {
-      uint64_t live = p.live[w];
-      if (!live) continue;
-      uint64_t dead = live & ~p.debug[w] & ~m[w];
-      // Debug objects: their mark bit is at their start, maybe on another page.
-      for (uint64_t d = live & p.debug[w]; d; d &= d - 1) {
-        uint64_t address = p.page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d));
-        uint64_t start = address - debugOffset;
-        const uint64_t* sm = ((start ^ p.page) & ~kPageMask) == 0 ? m : marked(start & ~kPageMask);
-        if (!sm || !test(sm, (start & kPageMask) >> 3)) dead |= d & -d;
+  for (Region* rg : order_) {
+    for (uint64_t pages = rg->used; pages; pages &= pages - 1) {
+      const uint32_t p = static_cast<uint32_t>(__builtin_ctzll(pages));
+      const uint64_t page = rg->number << kRegionShift | uint64_t{p} << 12;
+      uint64_t* live = rg->live[p].w;
+      uint64_t* debug = rg->debug ? rg->debug[p].w : nullptr;
+      const uint64_t* dbg = debug ? debug : kNone;
+      const uint64_t* m = marked(page);
+      if (!m) m = kNone;
+      uint64_t left = 0;
+      for (int w = 0; w < 8; ++w) {
+        if (!live[w]) continue;
+        uint64_t dead = live[w] & ~dbg[w] & ~m[w];
+        // Debug objects: their mark bit is at their start, maybe on another page.
+        for (uint64_t d = live[w] & dbg[w]; d; d &= d - 1) {
+          uint64_t address = page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d));
+          uint64_t start = address - debugOffset;
+          const uint64_t* sm = ((start ^ page) & ~kPageMask) == 0 ? m : marked(start & ~kPageMask);
+          if (!sm || !test(sm, (start & kPageMask) >> 3)) dead |= d & -d;
+        }
+        for (uint64_t d = dead; d; d &= d - 1)
+          collected.push_back(page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d)));
+        count_ -= static_cast<size_t>(bitCount(dead));
+        live[w] &= ~dead;
+        if (debug) debug[w] &= ~dead;
+        left |= live[w];
       }
-      for (uint64_t d = dead; d; d &= d - 1)
-        collected.push_back(p.page + 8 * (64 * static_cast<uint64_t>(w) + __builtin_ctzll(d)));
-      count_ -= static_cast<size_t>(bitCount(dead));
-      p.live[w] = live & ~dead;
-      p.debug[w] &= ~dead;
-      left |= p.live[w];
+      if (!left) rg->used &= ~(uint64_t{1} << p);
     }
-    if (!left) emptied = true;
+    if (!rg->used) emptied = true;
   }
-  // Pages with nothing left go, so that the set follows the heap down as well as up.
+  // Regions with nothing left go, so that the set follows the heap down as well as up.
   if (emptied) {
-    size_t kept = 0;
-    for (const Page& p : pages_) {
-      uint64_t any = 0;
-      for (uint64_t w : p.live) any |= w;
-      if (any) pages_[kept++] = p;
-    }
-    pages_.resize(kept);
+    regions_.erase(std::remove_if(regions_.begin(), regions_.end(),
+                                  [](const std::unique_ptr<Region>& rg) { return !rg->used; }),
+                   regions_.end());
     reindex();
   }
   stats_.sweeps++;
