@@ -99,6 +99,9 @@ void wakeWriter() {
   g.wake.fetch_add(1, std::memory_order_release);
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.wake), FUTEX_WAKE_PRIVATE, 1, nullptr,
           nullptr, 0);
+  if (g.collecting.load(std::memory_order_acquire))  // the writer may be stepping aside
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.collecting), FUTEX_WAKE_PRIVATE, 1,
+            nullptr, nullptr, 0);
 }
 
 void collectionStarted() { g.collecting.store(1, std::memory_order_relaxed); }

@@ -281,12 +281,15 @@ class Writer {
 
   // While the program collects, the writer waits (State::collecting): the collector marks on
   // every core (libgc's parallel marker threads), and a writer draining meanwhile takes one from
-  // it, lengthening the pause by up to half; the rings keep what arrives (little: the world is
-  // mostly stopped). It drains anyway when a thread waits for room, when asked to flush or to
-  // stop, and after kMaxAsideNs in one collection. True if it waited (the caller starts a new
-  // round).
+  // it. That costs more than the core's share: libgc's markers wait for each other spinning, so
+  // a marker descheduled for the writer can hold the others up for a scheduler tick. The rings
+  // keep what arrives meanwhile (little: the world is mostly stopped; and the writer being
+  // behind is no reason to drain: it cost more pause than it saved, PERFORMANCE.md). It drains
+  // anyway when a thread waits for room (wakeWriter wakes this wait too), when asked to flush
+  // or to stop, and after kMaxAsideNs in one collection. True if it waited (the caller starts a
+  // new round).
   bool stepAsideForCollection() {
-    if (!g.collecting.load(std::memory_order_acquire) || behind()) return false;
+    if (!g.collecting.load(std::memory_order_acquire)) return false;
     uint64_t start = monotonicNs();
     bool waited = false;
     ++aside_.count;
@@ -294,7 +297,7 @@ class Writer {
            !g.ringFull.load(std::memory_order_relaxed) &&
            g.flushRequests.load(std::memory_order_acquire) == flushesAnswered_ &&
            !g.stop.load(std::memory_order_acquire) && monotonicNs() - start < kMaxAsideNs) {
-      timespec timeout{0, 1000000};
+      timespec timeout{0, 10000000};  // a safety net: the collection's end wakes it
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.collecting), FUTEX_WAIT_PRIVATE, 1,
               &timeout, nullptr, 0);
       waited = true;
@@ -327,17 +330,6 @@ class Writer {
       }
       r->populated = want;
     }
-  }
-
-  // True when some ring is past half full: the writer is behind, and stepping aside for a
-  // collection would soon make that thread wait for room (far costlier than the share of a core
-  // the writer takes from the collector).
-  static bool behind() {
-    for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next)
-      if (r->head.load(std::memory_order_relaxed) - r->tail.load(std::memory_order_relaxed) >
-          r->capacity / 2)
-        return true;
-    return false;
   }
 
   // No numbered event with a smaller sequence number, nor an unnumbered one that goes before
@@ -423,7 +415,7 @@ class Writer {
         if (yieldToCollection && ++sinceCheck == 256) {
           sinceCheck = 0;
           if (g.collecting.load(std::memory_order_relaxed) &&
-              !g.ringFull.load(std::memory_order_relaxed) && !behind()) {
+              !g.ringFull.load(std::memory_order_relaxed)) {
             aside = true;
             break;
           }
