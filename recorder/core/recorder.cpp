@@ -600,6 +600,10 @@ void afterForkChild() {
   g.stop.store(0, std::memory_order_relaxed);
   g.flushRequests.store(0, std::memory_order_relaxed);
   g.flushesDone.store(0, std::memory_order_relaxed);
+  g.collecting.store(0, std::memory_order_relaxed);  // the child's own collections set it
+  g.ringFull.store(0, std::memory_order_relaxed);
+  g.fullWaits.store(0, std::memory_order_relaxed);
+  g.fullWaitNs.store(0, std::memory_order_relaxed);
   t_ring = nullptr;
   t_noRing = false;
   startClock();

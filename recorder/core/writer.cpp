@@ -162,7 +162,7 @@ class Writer {
       calibrate();
       populateAhead();
       if (!stopping && stepAsideForCollection()) continue;
-      drainBelow(watermark(), /*yieldToCollection=*/!stopping);
+      drainBelow(watermark(), /*mayYield=*/!stopping);
       if (stopping) break;
       // A dying thread waits for this (flushForCrash); otherwise close the open chunk every
       // 100 ms, so that a killed program loses at most that much.
@@ -289,14 +289,13 @@ class Writer {
   // or to stop, and after kMaxAsideNs in one collection. True if it waited (the caller starts a
   // new round).
   bool stepAsideForCollection() {
-    if (!g.collecting.load(std::memory_order_acquire)) return false;
+    if (!yieldToCollection()) return false;
     uint64_t start = monotonicNs();
     bool waited = false;
     ++aside_.count;
-    while (g.collecting.load(std::memory_order_acquire) &&
-           !g.ringFull.load(std::memory_order_relaxed) &&
+    while (yieldToCollection() &&
            g.flushRequests.load(std::memory_order_acquire) == flushesAnswered_ &&
-           !g.stop.load(std::memory_order_acquire) && monotonicNs() - start < kMaxAsideNs) {
+           !g.stop.load(std::memory_order_acquire)) {
       timespec timeout{0, 10000000};  // a safety net: the collection's end wakes it
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.collecting), FUTEX_WAIT_PRIVATE, 1,
               &timeout, nullptr, 0);
@@ -306,18 +305,31 @@ class Writer {
     return waited;
   }
   static constexpr uint64_t kMaxAsideNs = 100'000'000;
+  // A collection is running, the writer has not yet stepped aside kMaxAsideNs for it (a flag
+  // left set, say by recording stopping between a collection's start and end, must not slow the
+  // writer for good), and no thread waits for room.
+  bool yieldToCollection() {
+    if (!g.collecting.load(std::memory_order_acquire)) {
+      collectingSince_ = 0;
+      return false;
+    }
+    uint64_t now = monotonicNs();
+    if (!collectingSince_) collectingSince_ = now;
+    return now - collectingSince_ < kMaxAsideNs && !g.ringFull.load(std::memory_order_relaxed);
+  }
+  uint64_t collectingSince_ = 0;  // when the writer first saw the current collection
 
   // Faults in each ring's pages ahead of its producer, on its first lap: a page's first write
   // costs a fault and the zeroing of the page, ~2.5 us here, which would otherwise fall on the
   // program's thread (8 192 of them for a 32 MiB ring, one per 64 allocations). The writer keeps
-  // the populated part at twice what the producer wrote (at least kMinAhead), so a thread that
+  // the populated part at twice what the producer wrote (at least 256 KiB), so a thread that
   // records little keeps little resident. MADV_POPULATE_WRITE is Linux 5.14; without it the
   // producer faults its pages as before.
   static void populateAhead() {
 #ifndef MADV_POPULATE_WRITE
     constexpr int MADV_POPULATE_WRITE = 23;
 #endif
-    constexpr uint64_t kMinAhead = 1u << 20;
+    constexpr uint64_t kMinAhead = 256u << 10;
     for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
       if (r->populated >= r->capacity) continue;
       uint64_t head = r->head.load(std::memory_order_acquire);
@@ -373,9 +385,9 @@ class Writer {
   // that read `bound` or less can still be in flight (its `busy` store may become visible after
   // the writer looked): it is written when it arrives, after events that did not happen before
   // it (a thread that learnt about the allocation got its own number after it was committed).
-  // `yieldToCollection`: a round that may stop early when a collection starts (the rest waits
+  // `mayYield`: a round that may stop early when a collection starts (the rest waits
   // in the rings for the next round; stepAsideForCollection).
-  void drainBelow(uint64_t bound, bool yieldToCollection = false) {
+  void drainBelow(uint64_t bound, bool mayYield = false) {
     const uint64_t limit = 2 * bound + 1;
     uint32_t sinceCheck = 0;
     bool aside = false;
@@ -412,10 +424,9 @@ class Writer {
         convert(best->ring, e);
         best->tail += e->size;
         if (best->tail - best->published >= (64u << 10)) publish(*best);
-        if (yieldToCollection && ++sinceCheck == 256) {
+        if (mayYield && ++sinceCheck == 256) {
           sinceCheck = 0;
-          if (g.collecting.load(std::memory_order_relaxed) &&
-              !g.ringFull.load(std::memory_order_relaxed)) {
+          if (yieldToCollection()) {
             aside = true;
             break;
           }
