@@ -156,7 +156,8 @@ int reencode(const char* path, int reps) {
   std::vector<Record> others;
   r.forEachRecord([&](const Record& rec) {
     if (const auto* a = std::get_if<Alloc>(&rec)) {
-      items.push_back({a->ev, a->address, {a->heap, a->size, a->actualSize, a->stackId, a->typeId}, 0});
+      AllocInfo info{a->heap, a->size, a->actualSize, a->stackId, a->typeId};
+      items.push_back({a->ev, a->address, info, 0});
     } else {
       others.push_back(rec);
       items.push_back({{}, 0, {}, static_cast<uint32_t>(others.size())});
@@ -187,9 +188,12 @@ int reencode(const char* path, int reps) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: logformat_bench write OUT [EVENTS] | read LOG | reencode LOG [REPS]\n";
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: logformat_bench write OUT [EVENTS] | read LOG | reencode LOG [REPS]\n");
+    std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
   std::string mode = argv[1];
@@ -197,11 +201,12 @@ int main(int argc, char** argv) {
     if (mode == "write" && argc >= 3)
       return write(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 10000000);
     if (mode == "read" && argc >= 3) return read(argv[2]);
-    if (mode == "reencode" && argc >= 3) return reencode(argv[2], argc > 3 ? std::atoi(argv[3]) : 5);
+    if (mode == "reencode" && argc >= 3)
+      return reencode(argv[2], argc > 3 ? std::atoi(argv[3]) : 5);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "logformat_bench: %s\n", e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: logformat_bench write OUT [EVENTS] | read LOG | reencode LOG [REPS]\n");
+  std::fprintf(stderr, "%s", kUsage);
   return 2;
 }

@@ -503,7 +503,8 @@ class Writer {
     switch (e->kind) {
       case Kind::kAlloc:
         // Not through an Alloc: see LogWriter::writeAlloc.
-        log_->writeAlloc(ev(), e->a, AllocInfo{heap, e->b, e->c, stack(), e->extra ? typeId(e->extra) : 0});
+        log_->writeAlloc(ev(), e->a,
+                         AllocInfo{heap, e->b, e->c, stack(), e->extra ? typeId(e->extra) : 0});
         if (tracked(heap)) tracked_.add(trackedKey(e));
         break;
       case Kind::kFree:
