@@ -16,7 +16,8 @@ namespace heapman::rec {
 
 // Every loaded module now, keyed by load bias. The main program's path comes from
 // /proc/self/exe; modules without a file (the vDSO) keep their soname.
-std::map<uint64_t, log::ModuleLoad> scanModules();
+using ModuleMap = std::map<uint64_t, log::ModuleLoad>;  // by load base
+ModuleMap scanModules();
 
 // The list as bytes, to travel through a ring (hook thread to writer thread), and back.
 std::string serializeModules(const std::map<uint64_t, log::ModuleLoad>& mods);

@@ -23,6 +23,7 @@
 #include <cstring>
 
 #include "heapman/logformat/format.h"
+#include "descriptors.h"
 #include "modules.h"
 
 extern "C" int __libc_start_main(int (*)(int, char**, char**), int, char**, void (*)(void),
@@ -38,6 +39,7 @@ __thread Ring* t_ring HEAPMAN_TLS = nullptr;
 namespace {
 
 __thread bool t_noRing HEAPMAN_TLS = false;  // registration failed, or the thread has exited
+__thread void* t_altStack HEAPMAN_TLS = nullptr;  // installAltStack's, freed at the thread's exit
 __thread uintptr_t t_stackHigh HEAPMAN_TLS = 0;
 
 void startClock() {
@@ -57,9 +59,16 @@ void threadExit(void* p) {
   t_ring = nullptr;
   t_noRing = true;
   wakeWriter();
+  removeAltStack(t_altStack);
+  t_altStack = nullptr;
 }
 
 }  // namespace
+
+void* realNext(const char* name) {
+  Guard guard;
+  return dlsym(RTLD_NEXT, name);
+}
 
 void finishRecording() {
   if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;  // not ours, or vfork
@@ -84,15 +93,25 @@ void flushForCrash() {
 
 void say(const char* format, ...) {
   char buf[5000];
-  std::memcpy(buf, "heaprec: ", 9);
+  int at = g.root ? std::snprintf(buf, sizeof buf, "heaprec: ")
+                  : std::snprintf(buf, sizeof buf, "heaprec: [pid %d] ", static_cast<int>(getpid()));
   va_list ap;
   va_start(ap, format);
-  int n = std::vsnprintf(buf + 9, sizeof buf - 10, format, ap);
+  int n = std::vsnprintf(buf + at, sizeof buf - at - 1, format, ap);
   va_end(ap);
   if (n < 0) return;
-  size_t len = 9 + std::min<size_t>(static_cast<size_t>(n), sizeof buf - 11);
+  size_t len = static_cast<size_t>(at) + std::min<size_t>(static_cast<size_t>(n), sizeof buf - at - 2);
   buf[len++] = '\n';
-  (void)!::write(2, buf, len);
+  if (g.messages[0]) {
+    // Non-blocking: a FIFO nobody reads any more (heaprec gone) or full must not hold us up.
+    int fd = ::open(g.messages, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0) {
+      (void)!::write(fd, buf, len);  // up to PIPE_BUF bytes land whole
+      realClose(fd);
+      return;
+    }
+  }
+  if (g.root) (void)!::write(2, buf, len);
 }
 
 void wakeWriter() {
@@ -142,6 +161,7 @@ Ring* newThreadRing() {
     e->c = high;
     commit(r, e);
   }
+  t_altStack = installAltStack();
   return r;
 }
 
@@ -527,6 +547,18 @@ void removeEnvItems(const char* name, const char* separators, char joiner,
 
 namespace {
 
+}  // namespace
+
+void removeMonoProfileOption() {
+  removeEnvItems("MONO_ENV_OPTIONS", " ", ' ', [](const char* item, size_t len, const void*) {
+    static const char kOption[] = "--profile=heapman";
+    constexpr size_t n = sizeof kOption - 1;
+    return len >= n && std::strncmp(item, kOption, n) == 0 && (len == n || item[n] == ':');
+  }, nullptr);
+}
+
+namespace {
+
 void removeSelfFromPreload() {
   Dl_info info;
   if (!dladdr(reinterpret_cast<void*>(&removeSelfFromPreload), &info) || !info.dli_fname) return;
@@ -566,8 +598,25 @@ void textRangeOf(const void* code, uintptr_t& low, uintptr_t& high) {
   high = q.high;
 }
 
+// Opens this process's own log, BASE.PID (a fork child) or BASE.PID.exec (a program started by
+// a recorded one), never over an existing file (openLog). Says why and returns false when it
+// cannot be written: the process then runs unrecorded.
+bool openOwnLog(bool exec) {
+  size_t len = static_cast<size_t>(std::snprintf(g.output, sizeof g.output, "%s.%d%s", g.base,
+                                                 static_cast<int>(getpid()), exec ? ".exec" : ""));
+  if (len + 16 >= sizeof g.output) {
+    say("the log's path is too long for this process's own log: it runs unrecorded");
+    return false;
+  }
+  if (!openLog(g.output, sizeof g.output, true)) {
+    say("cannot write %s (%s): this process runs unrecorded", g.output, std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
 // fork: the child is a new process with one thread and no writer. It records on, into a log of
-// its own, FILE.PID, with a writer thread of its own. Other threads' rings belonged to the
+// its own, BASE.PID, with a writer thread of its own. Other threads' rings belonged to the
 // parent: the child drops them (their memory stays mapped and unused).
 void afterForkChild() {
   if (!g.writerRunning || g.finishing.load()) {
@@ -578,21 +627,18 @@ void afterForkChild() {
   Guard guard;
   g.active.store(false, std::memory_order_relaxed);
   g.writerRunning = false;
+  if (g.follow == State::Follow::kWrapper) {  // only the exec chain of the first process
+    closeLog();
+    removeSelfFromPreload();
+    removeMonoProfileOption();
+    return;
+  }
   g.framelessLock.store(false, std::memory_order_relaxed);  // a parent thread may have held it
   g.parentPid = g.pid;
   g.pid = static_cast<int>(getpid());
-  char path[sizeof g.output + 16];
-  int len = std::snprintf(path, sizeof path, "%s.%d", g.output, g.pid);
-  if (len <= 0 || static_cast<size_t>(len) >= sizeof g.output) {
-    say("log path too long for the forked child: it runs unrecorded");
-    return;
-  }
-  std::memcpy(g.output, path, static_cast<size_t>(len) + 1);
-  g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (g.fd < 0) {
-    say("cannot write %s: the forked child runs unrecorded", g.output);
-    return;
-  }
+  g.root = false;
+  closeLog();  // the parent's: this number stays the parent's file in the parent
+  if (!openOwnLog(false)) return;
   g.rings.store(nullptr, std::memory_order_relaxed);
   g.nextThread.store(0, std::memory_order_relaxed);
   g.frameNo.store(0, std::memory_order_relaxed);
@@ -602,6 +648,7 @@ void afterForkChild() {
   g.flushesDone.store(0, std::memory_order_relaxed);
   g.collecting.store(0, std::memory_order_relaxed);  // the child's own collections set it
   g.ringFull.store(0, std::memory_order_relaxed);
+  g.modulesBusy.store(0, std::memory_order_relaxed);  // a parent thread may have been in dlopen
   g.fullWaits.store(0, std::memory_order_relaxed);
   g.fullWaitNs.store(0, std::memory_order_relaxed);
   t_ring = nullptr;
@@ -618,7 +665,17 @@ __attribute__((constructor(101))) void start() {
   Guard guard;
   const char* out = getenv("HEAPMAN_OUTPUT");
   if (!out || !*out) return;  // loaded without heaprec: stay out of the way
-  std::snprintf(g.output, sizeof g.output, "%s", out);
+  std::snprintf(g.base, sizeof g.base, "%s", out);
+  if (const char* fifo = getenv("HEAPMAN_MESSAGES")) std::snprintf(g.messages, sizeof g.messages, "%s", fifo);
+  if (const char* follow = getenv("HEAPMAN_FOLLOW_EXEC"))
+    g.follow = std::strcmp(follow, "wrapper") == 0 ? State::Follow::kWrapper : State::Follow::kAll;
+  // HEAPMAN_ROOT_PID names the process heaprec started: it writes BASE. It then claims the name
+  // (sets the variable to 0), so that a program it executes in its place (same pid) or starts by
+  // any means (posix_spawn, vfork, system, popen) writes a log of its own and never truncates
+  // BASE. Without the variable (the module preloaded by hand) the first process is the root.
+  if (const char* rootPid = getenv("HEAPMAN_ROOT_PID"))
+    g.root = std::strtol(rootPid, nullptr, 10) == static_cast<long>(getpid());
+  setenv("HEAPMAN_ROOT_PID", "0", 1);
   if (const char* d = getenv("HEAPMAN_DEPTH")) {
     long v = std::strtol(d, nullptr, 10);
     g.depth = v < 1 ? 1 : (v > static_cast<long>(kMaxFrames) ? kMaxFrames : static_cast<uint32_t>(v));
@@ -637,7 +694,7 @@ __attribute__((constructor(101))) void start() {
     while (cap < bytes && cap < (uint64_t{1} << 32)) cap <<= 1;
     g.ringBytes = cap;
   }
-  if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeSelfFromPreload();
+  if (g.follow == State::Follow::kNone) removeSelfFromPreload();
   // Our own frames are skipped at the leaf of stacks; libc's text is where whole chains end.
   textRangeOf(reinterpret_cast<const void*>(&textRangeOf), g.selfLow, g.selfHigh);
   textRangeOf(reinterpret_cast<const void*>(&__libc_start_main), g.libcLow, g.libcHigh);
@@ -646,9 +703,14 @@ __attribute__((constructor(101))) void start() {
     if (std::strcmp(unwind, "dwarf") == 0) g.unwind = State::Unwind::kDwarf;
   }
   if (g.unwind == State::Unwind::kAuto) classifyModules();
-  g.fd = ::open(g.output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (g.fd < 0) {
-    say("cannot write %s: recording off, the program runs unrecorded", g.output);
+  if (g.root) {
+    std::snprintf(g.output, sizeof g.output, "%s", g.base);
+    if (!openLog(g.output, sizeof g.output, false)) {
+      say("cannot write %s (%s): recording off, the program runs unrecorded", g.output,
+          std::strerror(errno));
+      return;
+    }
+  } else if (!openOwnLog(true)) {
     return;
   }
   g.pid = static_cast<int>(getpid());

@@ -32,6 +32,16 @@ struct Guard {
   Guard& operator=(const Guard&) = delete;
 };
 
+// The next definition of `name` after the preload module (dlsym RTLD_NEXT), looked up with the
+// guard set: dlsym allocates, and an allocation recorded from inside it would start this
+// thread's ring, whose set-up calls dlsym again (nested dlsym frees its error buffer twice: the
+// "double free" of a program whose first heap call is dlopen).
+void* realNext(const char* name);
+template <class Fn>
+Fn realNextAs(const char* name) {
+  return reinterpret_cast<Fn>(realNext(name));
+}
+
 // Process-wide state, in static storage, constant-initialized (no global constructors).
 
 // After dlopen/dlclose (hooks): snapshot the module list into this thread's ring, in order with
@@ -56,6 +66,9 @@ struct State {
   std::atomic<uint32_t> flushRequests{0};  // a dying thread asks the writer to write out all
   std::atomic<uint32_t> flushesDone{0};    // futex word: the writer answers here
   std::atomic<bool> finishing{false};      // finishRecording() ran (or is running)
+  // Hooked dlopen/dlclose calls running, and how many have finished: the writer's rescan of
+  // the module list stays out of their way (writer.cpp, rescanModules).
+  std::atomic<uint32_t> modulesBusy{0}, modulesGen{0};
   // Futex word: 1 while a collection runs (collectionStarted/Ended). The collector marks on
   // every core it has; the writer steps aside meanwhile, unless a thread waits on a full ring.
   std::atomic<uint32_t> collecting{0};
@@ -66,7 +79,6 @@ struct State {
   pthread_key_t threadKey{};
   pthread_t writer{};
   bool writerRunning = false;
-  int fd = -1;
   uint32_t depth = 32;                 // frames per stack
   uint64_t ringBytes = 32u << 20;      // per recording thread; faulted in as it fills (writer.cpp)
   uint64_t timeResolutionNs = 10000;   // event times are kept to this (rarer TIME records)
@@ -94,7 +106,19 @@ struct State {
   std::atomic<uint32_t> framelessCount{0};
   std::atomic<uintptr_t> framelessLow{UINTPTR_MAX}, framelessHigh{0};
   std::atomic<bool> framelessLock{false};
-  char output[4096] = {};
+  char output[4096] = {};               // this process's log (core/descriptors.h has its fd)
+  // The log heaprec was asked for: the process heaprec started writes it; every other process
+  // (a fork child, a program executed with --follow-exec) writes BASE.PID or BASE.PID.exec.
+  char base[4096] = {};
+  // A FIFO heaprec reads (HEAPMAN_MESSAGES): where say() writes, so that the recorder never
+  // writes into the program's own streams. Empty: stderr, and only from the first process.
+  char messages[4096] = {};
+  bool root = true;                    // the process heaprec started (not a fork or exec child)
+  // --follow-exec: programs any recorded process executes are recorded too. Wrapper (heaprec's
+  // choice for a script): only the programs the first process becomes by exec (a wrapper
+  // script's `exec mono ...`); its forks and what they run are not recorded.
+  enum class Follow : uint8_t { kNone, kAll, kWrapper };
+  Follow follow = Follow::kNone;
   char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
   char monoVersion[64] = {};           // set when the program is Mono (hooks/mono.cpp)
   bool recordNative = true;            // glibc malloc family (off in Mono unless asked for)
@@ -231,8 +255,11 @@ inline uint64_t monotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// One line on stderr, "heaprec: " then the printf-formatted text, without stdio (it may be in
-// any state) and without allocating.
+// One line, "heaprec: " then the printf-formatted text, without stdio (it may be in any state)
+// and without allocating: to heaprec's message FIFO (State::messages), which heaprec prints
+// when the program has exited; without one, on stderr from the first process only (a fork or
+// exec child never writes into the program's streams). A process other than the first names
+// its pid.
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 // writer.cpp
@@ -273,7 +300,16 @@ bool threadStackBounds(pthread_t thread, uint64_t& low, uint64_t& high);
 void removeEnvItems(const char* name, const char* separators, char joiner,
                     bool (*drop)(const char* item, size_t len, const void* context), const void* context);
 
+// Takes heaprec's --profile=heapman out of MONO_ENV_OPTIONS: for the programs this one runs,
+// when they are not to be recorded (a Mono they start would look for the profiler in vain).
+void removeMonoProfileOption();
+
 // hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
 void installCrashHandlers();
+// An alternate signal stack for the calling thread, where it has none (a stack overflow's
+// SIGSEGV needs one to reach the crash handler); its memory, or null. removeAltStack: at the
+// thread's exit.
+void* installAltStack();
+void removeAltStack(void* mem);
 
 }  // namespace heapman::rec

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "descriptors.h"
 #include "gc_events.h"
 #include "heapman/logformat/writer.h"
 #include "modules.h"
@@ -143,21 +145,50 @@ class HandleMap {
   std::unordered_map<uint64_t, uint32_t> map_;
 };
 
+// The log file, through its protected descriptor (descriptors.h): every write checks that the
+// descriptor is still the log's, so that a program that closed it behind the hooks' back (a raw
+// system call) and reused the number never gets log bytes in its file.
+class LogFileSink : public Sink {
+ public:
+  bool write(const void* data, size_t n) override {
+    LogWrite w;
+    if (!w.same()) {
+      error_ = "the program closed the log's file descriptor";
+      return false;
+    }
+    auto* p = static_cast<const uint8_t*>(data);
+    while (n > 0) {
+      ssize_t k = ::write(w.fd(), p, n);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        error_ = k < 0 ? std::strerror(errno) : "write returned 0";
+        return false;
+      }
+      p += k;
+      n -= static_cast<size_t>(k);
+    }
+    return true;
+  }
+  std::string error() const override { return error_; }
+
+ private:
+  std::string error_;
+};
+
 class Writer {
  public:
-  Writer() : sink_(g.fd) {}
 
-  void run() {
+  void run(ModuleMap initialModules) {
     Header h = header();
     log_ = std::make_unique<LogWriter>(sink_, h);
     calibrate();
-    applyModules(scanModules(), 0);  // the modules loaded at start: before every event
+    applyModules(std::move(initialModules), 0);  // loaded at start: before every event
     for (;;) {
       bool stopping = g.stop.load(std::memory_order_acquire);
       // Loads that bypass the dlopen hook (glibc's own NSS and iconv modules): a slow rescan.
       if (monotonicNs() - lastRescanNs_ >= kRescanIntervalNs) {
         lastRescanNs_ = monotonicNs();
-        inject([this] { applyModules(scanModules(), timeOf(__rdtsc())); });
+        rescanModules();
       }
       calibrate();
       populateAhead();
@@ -329,11 +360,14 @@ class Writer {
 #ifndef MADV_POPULATE_WRITE
     constexpr int MADV_POPULATE_WRITE = 23;
 #endif
+    // At least kMinAhead ahead once a thread has written a little; a thread that has written
+    // next to nothing (every thread registers as it starts: many never allocate) gets 16 KiB.
     constexpr uint64_t kMinAhead = 256u << 10;
     for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
       if (r->populated >= r->capacity) continue;
       uint64_t head = r->head.load(std::memory_order_acquire);
-      uint64_t want = (std::max(2 * head, head + kMinAhead) + 4095) & ~uint64_t{4095};
+      uint64_t ahead = std::min(kMinAhead, (16u << 10) + 16 * head);
+      uint64_t want = (std::max(2 * head, head + ahead) + 4095) & ~uint64_t{4095};
       want = std::min(r->capacity, want);  // pages: data is page-aligned, capacity 64 KiB or more
       if (want <= r->populated) continue;
       if (madvise(r->data + r->populated, want - r->populated, MADV_POPULATE_WRITE) != 0) {
@@ -472,8 +506,24 @@ class Writer {
     fn();
   }
 
+  // Modules loaded or unloaded without the dlopen/dlclose hooks (glibc's NSS and iconv modules),
+  // logged in order: everything numbered before is written first. Skipped while a hooked
+  // dlopen/dlclose runs (State::modulesBusy), or when one ran during the scan: the scan could see
+  // a module before the allocations its constructors made, or before the hook's own record;
+  // the next rescan tries again.
+  void rescanModules() {
+    uint32_t gen = g.modulesGen.load(std::memory_order_seq_cst);
+    if (g.modulesBusy.load(std::memory_order_seq_cst) != 0) return;
+    inject([&] {
+      ModuleMap now = scanModules();
+      if (g.modulesBusy.load(std::memory_order_seq_cst) == 0 &&
+          g.modulesGen.load(std::memory_order_seq_cst) == gen)
+        applyModules(std::move(now), timeOf(__rdtsc()));
+    });
+  }
+
   // Logs the difference between the modules known so far and `now`.
-  void applyModules(std::map<uint64_t, ModuleLoad> now, uint64_t timeNs) {
+  void applyModules(ModuleMap now, uint64_t timeNs) {
     for (auto& [base, m] : modules_) {
       if (now.count(base)) continue;
       log_->write(ModuleUnload{{nextSeq_++, timeNs, kRecorderThread}, base});
@@ -669,7 +719,7 @@ class Writer {
   }
 
 
-  FdSink sink_;
+  LogFileSink sink_;
   std::unique_ptr<LogWriter> log_;
   StackTable stacks_;
   HandleMap types_, methods_;
@@ -694,21 +744,28 @@ class Writer {
   } aside_;  // stepAsideForCollection (HEAPMAN_STATS)
 };
 
-void* writerMain(void*) {
+void* writerMain(void* initialModules) {
   t_guard = true;
+  std::unique_ptr<ModuleMap> modules(static_cast<ModuleMap*>(initialModules));
   Writer w;
-  w.run();
+  w.run(std::move(*modules));
   return nullptr;
 }
 
 }  // namespace
 
 bool startWriter() {
+  // The modules loaded now, before the program goes on: scanned here, not by the new thread,
+  // which may first run after the program has loaded more (their ModuleLoad records would then
+  // come before every event instead of where the dlopen was).
+  Guard guard;
+  auto* modules = new ModuleMap(scanModules());
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits: every signal blocked
-  int rc = pthread_create(&g.writer, nullptr, writerMain, nullptr);
+  int rc = pthread_create(&g.writer, nullptr, writerMain, modules);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc != 0) delete modules;
   g.writerRunning = rc == 0;
   return g.writerRunning;
 }
@@ -728,8 +785,7 @@ void stopWriter() {
   wakeWriter();
   pthread_join(g.writer, nullptr);
   g.writerRunning = false;
-  ::close(g.fd);
-  g.fd = -1;
+  closeLog();
 }
 
 }  // namespace heapman::rec

@@ -163,16 +163,22 @@ HEAPMAN_EXPORT void* pvalloc(size_t n) {
 // dlopen/dlclose: the calling thread snapshots the module list into its ring right after the
 // real call, so the ModuleLoad/Unload records fall in order with its allocations.
 HEAPMAN_EXPORT void* dlopen(const char* file, int mode) {
-  static auto real = reinterpret_cast<void* (*)(const char*, int)>(dlsym(RTLD_NEXT, "dlopen"));
+  static auto real = realNextAs<void* (*)(const char*, int)>("dlopen");
+  g.modulesBusy.fetch_add(1, std::memory_order_seq_cst);
   void* h = real ? real(file, mode) : nullptr;
   if (h) recordModules();
+  g.modulesGen.fetch_add(1, std::memory_order_seq_cst);
+  g.modulesBusy.fetch_sub(1, std::memory_order_seq_cst);
   return h;
 }
 
 HEAPMAN_EXPORT int dlclose(void* handle) {
-  static auto real = reinterpret_cast<int (*)(void*)>(dlsym(RTLD_NEXT, "dlclose"));
+  static auto real = realNextAs<int (*)(void*)>("dlclose");
+  g.modulesBusy.fetch_add(1, std::memory_order_seq_cst);
   int rc = real ? real(handle) : -1;
   recordModules();
+  g.modulesGen.fetch_add(1, std::memory_order_seq_cst);
+  g.modulesBusy.fetch_sub(1, std::memory_order_seq_cst);
   return rc;
 }
 
@@ -182,8 +188,7 @@ HEAPMAN_EXPORT int dlclose(void* handle) {
 // it are glibc's own, freed before it returns: they go unrecorded (bdwgc's GC_init calls it
 // before the main thread has recorded anything).
 HEAPMAN_EXPORT int pthread_getattr_np(pthread_t thread, pthread_attr_t* attr) {
-  static auto real = reinterpret_cast<int (*)(pthread_t, pthread_attr_t*)>(
-      dlsym(RTLD_NEXT, "pthread_getattr_np"));
+  static auto real = realNextAs<int (*)(pthread_t, pthread_attr_t*)>("pthread_getattr_np");
   Guard guard;
   return real ? real(thread, attr) : ENOSYS;
 }

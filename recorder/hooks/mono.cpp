@@ -120,6 +120,7 @@ bool findApi() {
 }
 
 std::atomic<bool> g_on{false};  // the profiler is installed and recording
+bool g_sgen = false;            // Mono with SGen (initMono said so): nothing to record
 bool g_stacks = true;           // managed stacks (call instrumentation) wanted
 bool g_skipLeaves = true;       // leave methods that cannot allocate uninstrumented (onFilter)
 
@@ -747,20 +748,17 @@ void onShutdownEnd(MonoProfiler*) { g_on.store(false, std::memory_order_relaxed)
 
 // Removes the --profile=heapman heaprec added from MONO_ENV_OPTIONS, so that a Mono child
 // process that is not recorded does not look for a profiler module it cannot find.
-void removeProfileOption() {
-  removeEnvItems("MONO_ENV_OPTIONS", " ", ' ', [](const char* item, size_t len, const void*) {
-    static const char kOption[] = "--profile=heapman";
-    constexpr size_t n = sizeof kOption - 1;
-    return len >= n && std::strncmp(item, kOption, n) == 0 && (len == n || item[n] == ':');
-  }, nullptr);
-}
-
 }  // namespace
 
 void initMono() {
   if (!dlsym(RTLD_DEFAULT, "mono_profiler_create")) {
-    if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeProfileOption();  // not Mono: not ours to pass on
+    if (g.follow == State::Follow::kNone) removeMonoProfileOption();  // not Mono: not ours to pass on
     return;
+  }
+  if (!dlsym(RTLD_DEFAULT, "GC_is_marked")) {  // mono-sgen: Mono's own collector, not Boehm
+    g_sgen = true;
+    say("this Mono uses the SGen collector, which HeapMan does not record: run the program with "
+        "mono-boehm (heaprec run -- mono-boehm PROGRAM.exe)");
   }
   auto* info = reinterpret_cast<char* (*)()>(dlsym(RTLD_DEFAULT, "mono_get_runtime_build_info"));
   char* version = info ? info() : nullptr;
@@ -787,8 +785,8 @@ using namespace heapman::rec;
 // allocations carry no managed stack).
 HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   Guard guard;
-  if (!getenv("HEAPMAN_FOLLOW_EXEC")) removeProfileOption();
-  if (!g.active.load(std::memory_order_relaxed)) return;  // loaded without heaprec
+  if (g.follow == State::Follow::kNone) removeMonoProfileOption();
+  if (!g.active.load(std::memory_order_relaxed) || g_sgen) return;  // no heaprec, or not Boehm
   if (!findApi()) return;
   const char* options = desc ? std::strchr(desc, ':') : nullptr;
   if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;

@@ -1,19 +1,30 @@
 // Process life-cycle hooks: exec, _exit, and fatal signals.
 //
 // - exec* replaces the process image: the log is finished first (footer and all). A program run
-//   this way is not recorded unless heaprec was given --follow-exec; then it writes FILE.PID.exec.
+//   this way is not recorded unless heaprec was given --follow-exec; then it writes BASE.PID.exec
+//   (so does a program started without these hooks: posix_spawn, system, popen).
 // - _exit / _Exit skip atexit and destructors: the log is finished here instead.
 // - SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS: the recorder's handler stays installed.
 //   sigaction() and signal() for these are interposed: the program's handler is remembered and
 //   called from ours, so the program behaves as before (Mono, for one, handles SIGSEGV itself).
 //   When the program has no handler (the signal will kill it) the log is flushed first, so it
-//   stays readable up to the crash, then the default action happens as it would have.
+//   stays readable up to the crash, then the default action happens as it would have. Every
+//   recording thread gets an alternate signal stack where it has none (installAltStack), so that
+//   a stack overflow's SIGSEGV still reaches the handler.
+// - The other signals whose default action ends the process (SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+//   SIGPIPE, SIGALRM, SIGUSR1/2, SIGXCPU, SIGPROF, real-time signals, ...): the recorder's
+//   handler is installed only while the program's disposition is the default (inherited SIG_IGN
+//   is left alone). It flushes the log, restores the default and raises the signal again, so the
+//   process ends as it would have. A handler or SIG_IGN of the program's own is installed as the
+//   program gave it (flags and mask included) and runs untouched; sigaction() reports the
+//   program's own view throughout.
 // vfork children share the parent's memory: they are recognized by their pid and left alone.
 #include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,6 +32,11 @@
 #include <cstring>
 
 #include "../core/recorder.h"
+
+extern "C" {
+void* __libc_malloc(size_t);
+void __libc_free(void*);
+}
 
 namespace heapman::rec {
 namespace {
@@ -30,7 +46,7 @@ using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 constexpr int kFatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS};
 
 SigactionFn realSigaction() {
-  static SigactionFn fn = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+  static SigactionFn fn = realNextAs<SigactionFn>("sigaction");
   return fn;
 }
 
@@ -43,6 +59,16 @@ bool isFatal(int sig) {
 // The program's wishes for the fatal signals; valid where installed[sig].
 struct sigaction gProgram[NSIG];
 bool gInstalled[NSIG];
+// Terminating signals tracked (gProgram holds the program's view): ours is installed while that
+// view is SIG_DFL.
+bool gTracked[NSIG];
+
+// Signals whose default action ends the process, but for the crash signals (kFatal) and
+// SIGKILL/SIGSTOP. SIGTRAP is a debugger's. Real-time signals are added at run time
+// (SIGRTMIN is not a constant: glibc keeps the first ones for itself).
+constexpr int kTerminating[] = {SIGHUP,  SIGINT,    SIGQUIT,  SIGUSR1, SIGUSR2, SIGPIPE,
+                                SIGALRM, SIGTERM,   SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM,
+                                SIGPROF, SIGIO,     SIGPWR};
 
 void onFatal(int sig, siginfo_t* info, void* context) {
   const struct sigaction& prog = gProgram[sig];
@@ -71,6 +97,36 @@ void onFatal(int sig, siginfo_t* info, void* context) {
   if (info->si_code <= 0 || sig == SIGABRT) raise(sig);
 }
 
+// A terminating signal whose disposition is the default: write out what was recorded, then die
+// of it as the program would have.
+void onTerminating(int sig, siginfo_t*, void*) {
+  int saved = errno;
+  flushForCrash();
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  realSigaction()(sig, &dfl, nullptr);
+  errno = saved;
+  raise(sig);  // blocked until this handler returns: then the default action ends the process
+}
+
+struct sigaction terminatingAction() {
+  struct sigaction ours{};
+  ours.sa_sigaction = onTerminating;
+  ours.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&ours.sa_mask);
+  return ours;
+}
+
+void trackTerminating(int sig) {
+  struct sigaction cur{};
+  if (realSigaction()(sig, nullptr, &cur) != 0) return;
+  gProgram[sig] = cur;
+  gTracked[sig] = true;
+  if (cur.sa_handler != SIG_DFL) return;  // SIG_IGN inherited from the parent: left alone
+  struct sigaction ours = terminatingAction();
+  realSigaction()(sig, &ours, nullptr);
+}
+
 // Counts the arguments of an execl-family call (the first one included, the null excluded).
 size_t countArgs(va_list ap) {
   size_t n = 1;
@@ -88,20 +144,15 @@ char** fillArgs(char** argv, size_t n, const char* first, va_list ap, bool withE
 }
 
 // Before an exec: finish this process's log. With --follow-exec the new program records into
-// FILE.PID.exec (same pid, so a name of its own).
+// BASE.PID.exec (it is not the process heaprec started any more: State::root).
 void beforeExec() {
   if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;
   finishRecording();
-  if (getenv("HEAPMAN_FOLLOW_EXEC")) {
-    char next[sizeof g.output + 32];
-    std::snprintf(next, sizeof next, "%s.%d.exec", g.output, g.pid);
-    setenv("HEAPMAN_OUTPUT", next, 1);
-  }
 }
 
 template <class Fn>
 Fn next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+  return realNextAs<Fn>(name);
 }
 
 }  // namespace
@@ -116,6 +167,39 @@ void installCrashHandlers() {
     sigemptyset(&ours.sa_mask);
     if (real(sig, &ours, &gProgram[sig]) == 0) gInstalled[sig] = true;
   }
+  for (int sig : kTerminating) trackTerminating(sig);
+  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) trackTerminating(sig);
+  installAltStack();
+}
+
+void* installAltStack() {
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return nullptr;
+  constexpr size_t kSize = 64 << 10;
+  void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = kSize;
+  if (sigaltstack(&ss, nullptr) != 0) {
+    munmap(mem, kSize);
+    return nullptr;
+  }
+  return mem;
+}
+
+void removeAltStack(void* mem) {
+  if (!mem) return;
+  constexpr size_t kSize = 64 << 10;
+  stack_t cur{};
+  if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == mem && !(cur.ss_flags & SS_ONSTACK)) {
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+  } else if (cur.ss_sp == mem) {
+    return;  // running on it: leave it
+  }
+  munmap(mem, kSize);
 }
 
 }  // namespace heapman::rec
@@ -127,6 +211,17 @@ HEAPMAN_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigact
   if (!real) {
     errno = ENOSYS;
     return -1;
+  }
+  if (sig > 0 && sig < NSIG && gTracked[sig]) {
+    // The program's view is kept; ours is in place exactly while that view is the default.
+    struct sigaction prev = gProgram[sig];
+    if (act) {
+      struct sigaction ours = terminatingAction();
+      if (real(sig, act->sa_handler == SIG_DFL ? &ours : act, nullptr) != 0) return -1;
+      gProgram[sig] = *act;
+    }
+    if (old) *old = prev;
+    return 0;
   }
   if (sig <= 0 || sig >= NSIG || !isFatal(sig) || !gInstalled[sig]) return real(sig, act, old);
   // Ours stays installed; the program's wish is kept and honoured by onFatal.
@@ -142,6 +237,37 @@ HEAPMAN_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
   sigemptyset(&act.sa_mask);
   if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
   return old.sa_handler;
+}
+
+// Threads: each registers with the recorder as it starts (its ThreadStart record, stack bounds
+// and alternate signal stack), so that a thread that never allocates is logged too, and stops
+// with a ThreadStop (the ring's key destructor).
+namespace {
+struct ThreadStart {
+  void* (*fn)(void*);
+  void* arg;
+};
+
+void* startThread(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  __libc_free(p);
+  if (!t_guard && g.active.load(std::memory_order_acquire)) threadRing();
+  return start.fn(start.arg);  // a sibling call at -O2: this frame is not in the thread's stacks
+}
+}  // namespace
+
+HEAPMAN_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                  void* (*fn)(void*), void* arg) {
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto real = realNextAs<CreateFn>("pthread_create");
+  if (!real) return EAGAIN;
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return real(thread, attr, fn, arg);
+  auto* start = static_cast<ThreadStart*>(__libc_malloc(sizeof(ThreadStart)));  // unrecorded
+  if (!start) return real(thread, attr, fn, arg);
+  *start = {fn, arg};
+  int rc = real(thread, attr, startThread, start);
+  if (rc != 0) __libc_free(start);
+  return rc;
 }
 
 HEAPMAN_EXPORT void _exit(int status) {

@@ -5,13 +5,18 @@
 // Runs PROGRAM with the recorder module preloaded, waits for it, and exits with its status
 // (128 + signal number when a signal killed it). PROGRAM's output is its own; heaprec adds one
 // line on stderr at the end saying where the log went.
+#include <elf.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -21,6 +26,7 @@
 #include <string>
 #include <vector>
 #include <algorithm>
+#include <fstream>
 
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
@@ -64,6 +70,177 @@ std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
   return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
+}
+
+// The file execvp would run for `name`: itself when it has a slash, else the first executable
+// of that name on PATH. Empty when there is none (execvp then says why).
+std::string resolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = end > at ? dirs.substr(at, end - at) : ".";
+    std::string candidate = dir + "/" + name;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    at = end + 1;
+  }
+  return {};
+}
+
+// What kind of file a program is, as far as preloading goes.
+struct ProgramKind {
+  bool elf = false, dynamic = false;  // an ELF file; with an interpreter (ld.so): preloadable
+  std::string interpreter;            // a script's "#!" line
+  std::string text;                   // a script's first 4 KiB
+};
+
+ProgramKind inspectProgram(const std::string& path) {
+  ProgramKind kind;
+  std::ifstream in(path, std::ios::binary);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  if (head.rfind("#!", 0) == 0) {
+    size_t eol = head.find('\n');
+    kind.interpreter = head.substr(2, eol == std::string::npos ? std::string::npos : eol - 2);
+    kind.text = head;
+    return kind;
+  }
+  if (head.size() < sizeof(Elf64_Ehdr) || head.compare(0, 4, ELFMAG) != 0) return kind;
+  kind.elf = true;
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, head.data(), sizeof eh);
+  if (head[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+    kind.dynamic = true;  // not ours to judge: let the loader say
+    return kind;
+  }
+  in.clear();
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Elf64_Phdr ph;
+    in.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof ph));
+    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) break;
+    if (ph.p_type == PT_INTERP) kind.dynamic = true;
+  }
+  return kind;
+}
+
+// Says why the log cannot be written, before anything runs; empty when it can be.
+std::string cannotWrite(const std::string& output) {
+  int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd >= 0) {
+    close(fd);
+    return {};
+  }
+  int err = errno;
+  std::string dir = output.substr(0, output.rfind('/'));
+  if (dir.empty()) dir = "/";
+  std::string why = std::strerror(err);
+  if (err == ENOENT) why = "the directory " + dir + " does not exist";
+  if (err == EROFS) why = "the file system holding " + dir + " is read-only";
+  if (err == EACCES) why = "permission denied (no write access to it or to " + dir + ")";
+  if (err == EISDIR) why = "it is a directory";
+  return "heaprec: cannot write the log " + output + ": " + why +
+         "; choose another place with -o FILE\n";
+}
+
+// A private FIFO for the recorder's messages (HEAPMAN_MESSAGES): heaprec prints them when the
+// program has exited, so that the recorder never writes into the program's own streams.
+struct MessageFifo {
+  std::string dir, path;
+  int readFd = -1, keepFd = -1;  // keepFd: a writer of our own, so that poll never sees a hang-up
+  std::string text;
+
+  bool open() {
+    const char* tmp = getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/heaprec.XXXXXX";
+    if (!mkdtemp(templ.data())) return false;
+    dir = templ;
+    path = dir + "/messages";
+    if (mkfifo(path.c_str(), 0600) != 0) return false;
+    readFd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    keepFd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    return readFd >= 0 && keepFd >= 0;
+  }
+  void drain() {
+    char buf[4096];
+    for (ssize_t n; readFd >= 0 && (n = read(readFd, buf, sizeof buf)) > 0;)
+      text.append(buf, static_cast<size_t>(n));
+  }
+  ~MessageFifo() {
+    if (readFd >= 0) close(readFd);
+    if (keepFd >= 0) close(keepFd);
+    if (!path.empty()) unlink(path.c_str());
+    if (!dir.empty()) rmdir(dir.c_str());
+  }
+};
+
+// The logs of the program's other processes (fork children OUT.PID, programs run with
+// --follow-exec OUT.PID.exec, and .2, .3 ... where a name was taken) written since `since`.
+std::vector<std::string> otherLogs(const std::string& output, time_t since) {
+  std::vector<std::string> found;
+  size_t slash = output.rfind('/');
+  std::string dir = output.substr(0, slash), prefix = output.substr(slash + 1) + ".";
+  DIR* d = opendir(dir.empty() ? "/" : dir.c_str());
+  if (!d) return found;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        !std::isdigit(static_cast<unsigned char>(name[prefix.size()])))
+      continue;
+    std::string tail = name.substr(prefix.size());
+    if (tail.find_first_not_of("0123456789.exec") != std::string::npos) continue;
+    struct stat st;
+    std::string path = dir + "/" + name;
+    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since)
+      found.push_back(path);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// "N events", and where the log ends early, why.
+std::string describeLog(const std::string& path, const std::string& whyTruncated) {
+  heapman::log::LogReader reader = heapman::log::LogReader::open(path);
+  uint64_t events = reader.index() ? reader.index()->eventCount
+                                   : heapman::log::summarize(reader).events;
+  return std::to_string(events) + " events" + (reader.end().complete ? "" : whyTruncated);
+}
+
+// The signals heaprec passes on to the program (and otherwise would die of, orphaning it).
+constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+
+// Waits for the program, passing on the signals heaprec gets (kill heaprec: the program gets
+// the signal and heaprec waits for it to end), collecting the recorder's messages meanwhile.
+// A signal the terminal sent (Ctrl-C) reached the program's process group already, and one that
+// came from inside that group was meant for it: those are not sent twice.
+int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo) {
+  int status = 0;
+  for (;;) {
+    pid_t got = waitpid(child, &status, WNOHANG);
+    if (got == child) break;
+    if (got < 0 && errno != EINTR) break;
+    pollfd fds[2] = {{sigFd, POLLIN, 0}, {fifo.readFd, POLLIN, 0}};
+    if (poll(fds, 2, 1000) <= 0) continue;
+    if (fds[1].revents & POLLIN) fifo.drain();
+    if (!(fds[0].revents & POLLIN)) continue;
+    signalfd_siginfo si;
+    while (read(sigFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) continue;
+      bool fromUser = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE || si.ssi_code == SI_TKILL;
+      if (!fromUser) continue;
+      auto sender = static_cast<pid_t>(si.ssi_pid);
+      if (sender == child) continue;  // the program signalling its parent: not for itself
+      kill(child, sig);
+    }
+  }
+  fifo.drain();
+  return status;
 }
 
 int run(const std::vector<std::string>& options, const std::vector<std::string>& program) {
@@ -141,19 +318,92 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     return kCannotRun;
   }
 
+  // What is about to run, checked before it runs: nothing of a program that cannot be recorded
+  // is lost by refusing it.
+  bool followExec = vm.count("follow-exec") != 0, followWrapper = false;
+  if (std::string path = resolveProgram(program[0]); !path.empty()) {
+    char real[PATH_MAX];
+    std::string target = realpath(path.c_str(), real) ? real : path;
+    std::string base = target.substr(target.rfind('/') + 1);
+    ProgramKind kind = inspectProgram(target);
+    if (base == "mono-sgen") {
+      std::fprintf(stderr,
+                   "heaprec: %s is Mono with the SGen collector, which HeapMan does not record: "
+                   "run the program on mono-boehm instead (heaprec run -- mono-boehm%s)\n",
+                   program[0].c_str(),
+                   program.size() > 1 ? (" " + program[1] + " ...").c_str() : " PROGRAM.exe");
+      return kUsage;
+    }
+    if (kind.elf && !kind.dynamic) {
+      std::fprintf(stderr,
+                   "heaprec: %s is statically linked: there is nothing to preload the recorder "
+                   "into. Record a dynamically linked build of it.\n",
+                   program[0].c_str());
+      return kUsage;
+    }
+    if (!kind.interpreter.empty()) {
+      // A wrapper script (mcs, xbuild are shell scripts around mono): what matters is the
+      // program it runs, so follow it.
+      std::string hint;
+      if (kind.text.find("/usr/bin/mono ") != std::string::npos ||
+          kind.text.find("exec mono ") != std::string::npos) {
+        size_t exe = kind.text.find(".exe");
+        size_t from = exe == std::string::npos ? exe : kind.text.rfind(' ', exe);
+        std::string assembly = from == std::string::npos ? "PROGRAM.exe"
+                                                         : kind.text.substr(from + 1, exe + 4 - from - 1);
+        hint = "; it runs mono (SGen), which HeapMan does not record: to record the C# program, "
+               "run heaprec run -- mono-boehm " + assembly + " ARGS";
+      }
+      if (!followExec) {
+        std::fprintf(stderr,
+                     "heaprec: %s is a script (#!%s): recording it and the programs it becomes "
+                     "by exec, each in a log of its own (LOG.PID.exec; --follow-exec records "
+                     "everything it runs)%s\n",
+                     program[0].c_str(), kind.interpreter.c_str(), hint.c_str());
+        followWrapper = true;
+      }
+    }
+  }
+  std::string output = vm.count("output") ? absolute(vm["output"].as<std::string>()) : "";
+  if (!output.empty()) {
+    if (std::string why = cannotWrite(output); !why.empty()) {
+      std::fputs(why.c_str(), stderr);
+      return kUsage;
+    }
+  } else if (access(".", W_OK | X_OK) != 0) {
+    std::fprintf(stderr,
+                 "heaprec: cannot write the log in the current directory (%s): choose a place "
+                 "with -o FILE\n",
+                 std::strerror(errno));
+    return kUsage;
+  }
+
+  time_t started = time(nullptr);
+  MessageFifo fifo;
+  if (!fifo.open()) fifo.path.clear();  // the recorder then writes its messages on stderr
+
+  // Signals heaprec forwards, and SIGCHLD, arrive through a signalfd; the child gets the
+  // original mask and dispositions back before it runs the program.
+  sigset_t watched, original;
+  sigemptyset(&watched);
+  for (int sig : kForwarded) sigaddset(&watched, sig);
+  sigaddset(&watched, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &watched, &original);
+  int sigFd = signalfd(-1, &watched, SFD_CLOEXEC | SFD_NONBLOCK);
+
   // The log's name needs the child's pid: the child waits on a pipe until the parent knows it.
   int gate[2];
   if (pipe2(gate, O_CLOEXEC) != 0) {
     std::perror("heaprec: pipe");
     return kCannotRun;
   }
-  std::string output = vm.count("output") ? absolute(vm["output"].as<std::string>()) : "";
   pid_t child = fork();
   if (child < 0) {
     std::perror("heaprec: fork");
     return kCannotRun;
   }
   if (child == 0) {
+    sigprocmask(SIG_SETMASK, &original, nullptr);
     close(gate[1]);
     char out[PATH_MAX + 1] = {};
     ssize_t n = read(gate[0], out, PATH_MAX);
@@ -162,13 +412,15 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     if (const char* old = getenv("LD_PRELOAD"); old && *old) pre += std::string(":") + old;
     setenv("LD_PRELOAD", pre.c_str(), 1);
     setenv("HEAPMAN_OUTPUT", out, 1);
+    setenv("HEAPMAN_ROOT_PID", std::to_string(getpid()).c_str(), 1);  // this process writes OUT
+    if (!fifo.path.empty()) setenv("HEAPMAN_MESSAGES", fifo.path.c_str(), 1);
     setenv("HEAPMAN_DEPTH", std::to_string(depth).c_str(), 1);
     setenv("HEAPMAN_TIME_RES_NS", std::to_string(std::max(1u, vm["time-resolution"].as<unsigned>())).c_str(), 1);
     setenv("HEAPMAN_ALLOC_TIME_EVERY",
            std::to_string(std::max(1u, vm["alloc-time-every"].as<unsigned>())).c_str(), 1);
     setenv("HEAPMAN_UNWIND", unwind.c_str(), 1);
     if (ramDumps != "off") setenv("HEAPMAN_RAM_DUMPS", ramDumps.c_str(), 1);
-    if (vm.count("follow-exec")) setenv("HEAPMAN_FOLLOW_EXEC", "1", 1);
+    if (followExec || followWrapper) setenv("HEAPMAN_FOLLOW_EXEC", followExec ? "1" : "wrapper", 1);
     // A Mono program loads the recorder as its profiler module too (the module removes this
     // again in a program that is not Mono).
     std::string mono = "--profile=heapman";
@@ -191,21 +443,36 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   (void)!write(gate[1], output.c_str(), output.size());
   close(gate[1]);
 
-  // Like a shell: the terminal's interrupt goes to the program, heaprec waits for it.
-  signal(SIGINT, SIG_IGN);
-  signal(SIGQUIT, SIG_IGN);
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
+  int status = waitForProgram(child, sigFd, fifo);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  bool recorderSpoke = !fifo.text.empty();
+  std::fputs(fifo.text.c_str(), stderr);
 
+  std::string why;
+  if (WIFSIGNALED(status))
+    why = std::string(", truncated: the program was killed by SIG") +
+          (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?") +
+          "; readable up to where it ends";
+  else if (recorderSpoke)
+    why = ", truncated: the recorder could not finish it (see above); readable up to where it ends";
+  else
+    why = ", truncated: the process ended without running its exit handlers; readable up to "
+          "where it ends";
+  std::vector<std::string> others = otherLogs(output, started);
+  for (size_t i = 0; i < others.size() && i < 20; ++i) {
+    std::string what;
+    try {
+      what = describeLog(others[i], ", truncated");
+    } catch (const std::exception& e) {
+      what = std::string("unreadable: ") + e.what();
+    }
+    std::fprintf(stderr, "heaprec: also wrote %s (%s)\n", others[i].c_str(), what.c_str());
+  }
+  if (others.size() > 20)
+    std::fprintf(stderr, "heaprec: and %zu more logs of other processes (%s.*)\n",
+                 others.size() - 20, output.c_str());
   try {
-    heapman::log::LogReader reader = heapman::log::LogReader::open(output);
-    uint64_t events = reader.index() ? reader.index()->eventCount
-                                     : heapman::log::summarize(reader).events;
-    std::fprintf(stderr, "heaprec: wrote %s (%llu events%s)\n", output.c_str(),
-                 static_cast<unsigned long long>(events),
-                 reader.end().complete ? "" : ", truncated: the program did not exit normally");
+    std::fprintf(stderr, "heaprec: wrote %s (%s)\n", output.c_str(), describeLog(output, why).c_str());
   } catch (const std::exception& e) {
     // Not a regular file (e.g. /dev/full): the recorder already said what went wrong.
     struct stat st;

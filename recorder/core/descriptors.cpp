@@ -1,0 +1,116 @@
+// The log's file descriptor (descriptors.h).
+#include "descriptors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+extern "C" int __close(int);  // glibc's close, exported under this name too: not our hook
+
+namespace heapman::rec {
+namespace {
+
+std::atomic<int> gLogFd{-1};
+std::atomic<int> gWriting{0};  // LogWrite objects alive (the writer thread's, one at a time)
+dev_t gDev = 0;
+ino_t gIno = 0;
+
+// The lowest number the log may take: well above what programs pick by hand (shells use 3-9,
+// and 10 and up for saved descriptors; bash keeps 255), below the soft limit.
+int floorNumber() {
+  rlimit lim{};
+  long cur = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                 ? static_cast<long>(lim.rlim_cur)
+                 : 1024;
+  if (cur > 1024) cur = 1024;
+  return cur > 64 ? static_cast<int>(cur - 24) : static_cast<int>(cur / 2);
+}
+
+// A copy of `fd` on a high number (close-on-exec), or -1.
+int highCopy(int fd) {
+  int high = fcntl(fd, F_DUPFD_CLOEXEC, floorNumber());
+  if (high < 0) high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  return high;
+}
+
+}  // namespace
+
+int realClose(int fd) { return __close(fd); }
+
+bool openLog(char* path, size_t cap, bool exclusive) {
+  int fd = -1;
+  if (!exclusive) {
+    fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  } else {
+    const size_t len = std::strlen(path);
+    for (int k = 1; k < 10000; ++k) {
+      if (k > 1) {
+        int n = std::snprintf(path + len, cap - len, ".%d", k);
+        if (n < 0 || static_cast<size_t>(n) >= cap - len) {
+          path[len] = 0;
+          errno = ENAMETOOLONG;
+          return false;
+        }
+      }
+      fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd >= 0 || errno != EEXIST) break;
+    }
+  }
+  if (fd < 0) return false;
+  if (int high = highCopy(fd); high >= 0) {
+    realClose(fd);
+    fd = high;
+  }
+  struct stat st{};
+  if (fstat(fd, &st) == 0) {
+    gDev = st.st_dev;
+    gIno = st.st_ino;
+  }
+  gLogFd.store(fd, std::memory_order_seq_cst);
+  return true;
+}
+
+void closeLog() {
+  int fd = gLogFd.exchange(-1, std::memory_order_seq_cst);
+  if (fd >= 0) realClose(fd);
+}
+
+int logFd() { return gLogFd.load(std::memory_order_acquire); }
+
+void vacate(int fd) {
+  if (!isLogFd(fd)) return;
+  int moved = highCopy(fd);
+  if (moved < 0) return;  // no number free: LogWrite::same() stops the recording after the dup
+  // A writer that read the old number before this store has marked itself first (LogWrite):
+  // wait for it (bounded: a write to a stuck file must not hang the program's dup2).
+  gLogFd.store(moved, std::memory_order_seq_cst);
+  for (int i = 0; gWriting.load(std::memory_order_seq_cst) != 0 && i < 20000; ++i) {
+    if (i < 100) {
+      sched_yield();
+    } else {
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+LogWrite::LogWrite() {
+  gWriting.fetch_add(1, std::memory_order_seq_cst);
+  fd_ = gLogFd.load(std::memory_order_seq_cst);
+}
+
+LogWrite::~LogWrite() { gWriting.fetch_sub(1, std::memory_order_seq_cst); }
+
+bool LogWrite::same() const {
+  struct stat st{};
+  return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_dev == gDev && st.st_ino == gIno;
+}
+
+}  // namespace heapman::rec

@@ -1,0 +1,53 @@
+// The log's file descriptor, kept out of the recorded program's way.
+//
+// A program owns its descriptor numbers: `exec 3>out.txt` in a shell, dup2(fd, 3..7), a daemon's
+// close_range(3, ~0U) before exec. The log is therefore never on a low number: it is moved at
+// once to a high one (F_DUPFD_CLOEXEC, just under the soft RLIMIT_NOFILE, at most ~1000), and the
+// hooks of hooks/descriptors.cpp keep it there:
+// - dup2/dup3 onto the log's number move the log to another number first (vacate), then do what
+//   the program asked;
+// - close() of the log's number fails with EBADF, as it would without the recorder (the program
+//   never opened it); close_range and closefrom skip it.
+// The writer writes through LogWrite, which reads the current number and marks it in use, so a
+// move never closes a number in the middle of a write. Before each write the descriptor is
+// checked to still be the log's file (device and inode): a program that closed it with a raw
+// system call and reused the number gets a stopped recording, never log bytes in its file.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+namespace heapman::rec {
+
+// Creates the log at `path` (capacity `cap` bytes). Exclusive: O_EXCL, and where the name is
+// taken, PATH.2, PATH.3, ... (the name used is written back into `path`); otherwise O_TRUNC.
+// Then moves it to a high number and makes it the log's descriptor. False (errno set) on failure.
+bool openLog(char* path, size_t cap, bool exclusive);
+// Closes the log's descriptor (stopWriter, or a fork child dropping its parent's log).
+void closeLog();
+// The log's descriptor now, or -1.
+int logFd();
+// True when `fd` is the log's descriptor now.
+inline bool isLogFd(int fd) { return fd >= 0 && fd == logFd(); }
+// Before the program's own use of number `fd` (dup2/dup3 onto it): when it is the log's, the
+// log moves to another number first.
+void vacate(int fd);
+// The real close(), for the recorder's own descriptors and the hooks.
+int realClose(int fd);
+
+// For the writer, around each write: the log's current number, held in use.
+class LogWrite {
+ public:
+  LogWrite();
+  ~LogWrite();
+  LogWrite(const LogWrite&) = delete;
+  LogWrite& operator=(const LogWrite&) = delete;
+  int fd() const { return fd_; }
+  // False when the descriptor is no longer the file openLog opened.
+  bool same() const;
+
+ private:
+  int fd_;
+};
+
+}  // namespace heapman::rec
