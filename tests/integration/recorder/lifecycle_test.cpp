@@ -63,6 +63,7 @@ TEST_CASE("fork: parent and child logs are both complete", "[recorder][fork]") {
   const std::string childPath = rec.logPath + "." + std::to_string(childPid);
   INFO("child log " << childPath);
   REQUIRE(std::filesystem::exists(childPath));
+  CHECK(rec.alsoWrote == std::vector<std::string>{childPath});  // heaprec lists it
   Log child = readLog(childPath);
   CHECK(child.complete);
   CHECK(child.header.pid == childPid);

@@ -122,6 +122,16 @@ Recording recordTo(const TempDir& dir, const std::string& name, const std::strin
     rec.hasWroteLine = true;
     rec.wroteFile = m[1];
     rec.wroteEvents = std::stoull(m[2]);
+    // The other processes' logs are listed on the lines before, one each.
+    static const std::regex also(R"(^heaprec: also wrote (.+) \(.*\)$)");
+    while (start > 0) {
+      size_t prev = start - 1 > 0 ? err.rfind('\n', start - 2) : std::string::npos;
+      size_t from = prev == std::string::npos ? 0 : prev + 1;
+      std::string line = err.substr(from, start - 1 - from);
+      if (!std::regex_match(line, m, also)) break;
+      rec.alsoWrote.insert(rec.alsoWrote.begin(), m[1]);
+      start = from;
+    }
     rec.programErr = err.substr(0, start);
   } else {
     rec.programErr = err;

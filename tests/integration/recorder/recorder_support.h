@@ -53,8 +53,10 @@ RunResult run(const TempDir& dir, const std::string& name, const std::vector<std
 struct Recording {
   RunResult result;
   std::string logPath;
-  std::string programErr;  // stderr without heaprec's final "heaprec: wrote" line
+  std::string programErr;  // stderr without heaprec's report (its last lines)
   bool hasWroteLine = false;
+  // "heaprec: also wrote FILE (...)" lines just before the last: other processes' logs.
+  std::vector<std::string> alsoWrote;
   std::string wroteFile;         // FILE of "heaprec: wrote FILE (N events)"
   uint64_t wroteEvents = 0;      // N
   std::string describe() const;  // for failure messages
