@@ -165,7 +165,38 @@ Ring* newThreadRing() {
   return r;
 }
 
+namespace {
+// The writer is more than State::lagDeadline behind this thread: wait until it catches up
+// (bounded: a stuck writer must not stop the program). Before the event takes its number, so
+// that the writer can drain everything.
+// Not while a collection runs: the world may be stopped with another thread inside malloc, which
+// the writer may need.
+__attribute__((noinline)) void waitForWriter() {
+  if (g.stop.load(std::memory_order_relaxed) || g.collecting.load(std::memory_order_relaxed)) return;
+  uint64_t start = monotonicNs();
+  g.lagWaiters.fetch_add(1, std::memory_order_seq_cst);
+  // Asleep on the writer's round counter (a futex): spinning or polling threads would take the
+  // cores the writer needs to catch up.
+  for (int round = 0; round < 200; ++round) {
+    uint32_t seen = g.lagRounds.load(std::memory_order_acquire);
+    if (__rdtsc() <= g.lagDeadline.load(std::memory_order_acquire) ||
+        g.stop.load(std::memory_order_relaxed))
+      break;
+    g.ringFull.store(1, std::memory_order_relaxed);  // the writer does not step aside now
+    wakeWriter();
+    timespec timeout{0, 10000000};  // 10 ms, 200 times at most
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.lagRounds), FUTEX_WAIT_PRIVATE, seen,
+            &timeout, nullptr, 0);
+  }
+  g.lagWaiters.fetch_sub(1, std::memory_order_relaxed);
+  g.lagWaits.fetch_add(1, std::memory_order_relaxed);
+  g.lagWaitNs.fetch_add(monotonicNs() - start, std::memory_order_relaxed);
+}
+}  // namespace
+
 RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
+  if (__builtin_expect(r->lastTsc > g.lagDeadline.load(std::memory_order_relaxed), 0))
+    waitForWriter();
   uint32_t size = static_cast<uint32_t>(
       (sizeof(RawEvent) + nframes * sizeof(uint64_t) + extraLen + 7) & ~uint64_t{7});
   const uint64_t mask = r->capacity - 1;
@@ -649,6 +680,7 @@ void afterForkChild() {
   g.collecting.store(0, std::memory_order_relaxed);  // the child's own collections set it
   g.ringFull.store(0, std::memory_order_relaxed);
   g.modulesBusy.store(0, std::memory_order_relaxed);  // a parent thread may have been in dlopen
+  g.lagDeadline.store(UINT64_MAX, std::memory_order_relaxed);  // the child's writer sets it
   g.fullWaits.store(0, std::memory_order_relaxed);
   g.fullWaitNs.store(0, std::memory_order_relaxed);
   t_ring = nullptr;

@@ -73,6 +73,14 @@ struct State {
   // every core it has; the writer steps aside meanwhile, unless a thread waits on a full ring.
   std::atomic<uint32_t> collecting{0};
   std::atomic<uint32_t> ringFull{0};       // a thread waits for room in its ring (begin())
+  // The time stamp counter up to which a thread may record without waiting for the writer: the
+  // start of the writer's last completed round plus 50 ms. A thread whose last reading is past
+  // it waits (begin(), waitForWriter) until the writer catches up, so that what a SIGKILL loses
+  // (all that is not yet written) stays bounded in time whatever the number of threads.
+  std::atomic<uint64_t> lagDeadline{UINT64_MAX};
+  std::atomic<uint32_t> lagRounds{0};   // futex word: moved (and woken) with lagDeadline
+  std::atomic<uint32_t> lagWaiters{0};  // threads asleep on it
+  std::atomic<uint64_t> lagWaits{0}, lagWaitNs{0};  // how often and how long (HEAPMAN_STATS)
   std::atomic<uint64_t> fullWaits{0}, fullWaitNs{0};  // how often and how long (HEAPMAN_STATS)
   int pid = 0;                             // the recorded process (a fork child updates it)
   int parentPid = 0;                       // for a forked child's log header
@@ -216,7 +224,8 @@ __attribute__((always_inline)) inline RawEvent* beginAllocationWithSlot(Ring* r,
   const uint64_t capacity = r->capacity, at = head & (capacity - 1);
   const uint64_t fill = head - r->cachedTail;
   const bool simple = r->lostPending == 0 && at + kSize <= capacity && fill + kSize <= capacity &&
-                      (fill > capacity / 2 || fill + kSize <= capacity / 2);
+                      (fill > capacity / 2 || fill + kSize <= capacity / 2) &&
+                      r->lastTsc <= g.lagDeadline.load(std::memory_order_relaxed);
   if (__builtin_expect(!simple, 0))
     return beginWithSlot(r, Kind::kAlloc, heap, slot, 0, framesFlag);
   r->busy.store(1, std::memory_order_relaxed);  // as in begin()

@@ -193,10 +193,14 @@ class Writer {
       calibrate();
       populateAhead();
       if (!stopping && stepAsideForCollection()) continue;
-      drainBelow(watermark(), /*mayYield=*/!stopping);
+      // Everything committed before t0 is below the watermark taken after it, but for events
+      // of a thread that was busy then (it took its number before t0 and commits after).
+      const uint64_t t0 = __rdtsc();
+      if (drainBelow(watermark(), /*mayYield=*/!stopping)) publishFront(t0);
       if (stopping) break;
       // A dying thread waits for this (flushForCrash); otherwise close the open chunk every
-      // 100 ms, so that a killed program loses at most that much.
+      // kFlushIntervalNs, so that a killed program loses at most that much more than the
+      // writer's lag (bounded by State::lagDeadline).
       uint32_t requested = g.flushRequests.load(std::memory_order_acquire);
       uint64_t now = monotonicNs();
       if (requested != flushesAnswered_ || now - lastFlushNs_ >= kFlushIntervalNs) {
@@ -235,8 +239,10 @@ class Writer {
           ms, static_cast<unsigned long long>(nextSeq_), nextSeq_ ? ms * 1e6 / nextSeq_ : 0.0,
           static_cast<unsigned long long>(aside_.count), aside_.ns / 1e6,
           static_cast<unsigned long long>(aside_.drainsCut));
-      say("threads waited for room in their rings %llu times, %.1f ms in all",
-          static_cast<unsigned long long>(g.fullWaits.load()), g.fullWaitNs.load() / 1e6);
+      say("threads waited for room in their rings %llu times, %.1f ms in all; for the writer "
+          "to catch up (50 ms behind) %llu times, %.1f ms in all",
+          static_cast<unsigned long long>(g.fullWaits.load()), g.fullWaitNs.load() / 1e6,
+          static_cast<unsigned long long>(g.lagWaits.load()), g.lagWaitNs.load() / 1e6);
     }
     if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv("HEAPMAN_STATS"))
       say("%llu sweeps tested %llu objects in %.1f ms on the writer thread (%.1f ns per object)",
@@ -292,6 +298,7 @@ class Writer {
     uint64_t t = __rdtsc(), ns = monotonicNs();
     if (t > g.tsc0 + 1000000 && ns > g.ns0)
       nsPerTick_ = static_cast<double>(ns - g.ns0) / static_cast<double>(t - g.tsc0);
+    lagTicks_ = static_cast<uint64_t>(static_cast<double>(kMaxLagNs) / nsPerTick_);
     bucketSpan_ = 0;  // the line moved
     g.timeEpoch.fetch_add(1, std::memory_order_relaxed);  // allocations read the clock again
   }
@@ -421,7 +428,34 @@ class Writer {
   // it (a thread that learnt about the allocation got its own number after it was committed).
   // `mayYield`: a round that may stop early when a collection starts (the rest waits
   // in the rings for the next round; stepAsideForCollection).
-  void drainBelow(uint64_t bound, bool mayYield = false) {
+  // Threads may record up to kMaxLagNs past `tsc`, the time of the oldest event still to be
+  // written (or a time before it): State::lagDeadline, and a wake-up for those waiting on it.
+  // Waiting threads are woken once the backlog is down to two thirds of the limit, not at every
+  // step: woken a few records at a time, many threads would take the cores from the writer.
+  void publishFront(uint64_t tsc) {
+    const uint64_t deadline = tsc + lagTicks_;
+    g.lagDeadline.store(deadline, std::memory_order_release);
+    g.lagRounds.fetch_add(1, std::memory_order_seq_cst);
+    if (g.lagWaiters.load(std::memory_order_seq_cst) && deadline > __rdtsc() + lagTicks_ / 3)
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.lagRounds), FUTEX_WAKE_PRIVATE, INT_MAX,
+              nullptr, nullptr, 0);
+  }
+
+  // Every 4096 records of a long round: the front moves on (the threads waiting for it go on)
+  // and the open chunk is closed on time, so that what a SIGKILL loses stays bounded in time
+  // even while the writer works through a backlog.
+  void midRound(uint64_t tsc) {
+    publishFront(tsc);
+    uint64_t now = monotonicNs();
+    if (now - lastFlushNs_ >= kFlushIntervalNs) {
+      log_->flush();
+      lastFlushNs_ = now;
+    }
+  }
+  uint64_t drained_ = 0;
+
+  // True when everything below `bound` was written (not cut short to step aside).
+  bool drainBelow(uint64_t bound, bool mayYield = false) {
     const uint64_t limit = 2 * bound + 1;
     uint32_t sinceCheck = 0;
     bool aside = false;
@@ -456,6 +490,7 @@ class Writer {
         // The producer wrote these lines on another core: ask for them a few records ahead.
         __builtin_prefetch(best->ring->data + ((best->tail + 512) & (best->ring->capacity - 1)));
         convert(best->ring, e);
+        if ((++drained_ & 4095) == 0) midRound(e->tsc);
         best->tail += e->size;
         if (best->tail - best->published >= (64u << 10)) publish(*best);
         if (mayYield && ++sinceCheck == 256) {
@@ -472,6 +507,7 @@ class Writer {
     for (Cursor& c : cursors_) publish(c);
     reapClosedRings();
     checkWriter();
+    return !aside;
   }
 
   // Frees the rings of exited threads once drained. The list head stays (producers push there).
@@ -730,7 +766,10 @@ class Writer {
   std::vector<Cursor> cursors_;
   double nsPerTick_ = 1.0 / 3.0;  // refined by calibrate()
   uint64_t bucketLow_ = 0, bucketSpan_ = 0, bucketNs_ = 0;  // timeOf's last step
-  static constexpr uint64_t kFlushIntervalNs = 100'000'000;
+  static constexpr uint64_t kFlushIntervalNs = 30'000'000;
+  // How far the writer may fall behind the program (State::lagDeadline), in ticks.
+  static constexpr uint64_t kMaxLagNs = 30'000'000;
+  uint64_t lagTicks_ = UINT64_MAX / 4;
   uint64_t lastFlushNs_ = 0;
   static constexpr uint64_t kRescanIntervalNs = 500'000'000;
   uint64_t lastRescanNs_ = 0;
