@@ -284,3 +284,21 @@ TEST_CASE("heaprec: refuses what it cannot record, saying why", "[recorder][hard
     CHECK(r.err.find(c.says) != std::string::npos);
   }
 }
+
+// A log that cannot be finished (the file size limit, as a full disk would): the program runs to
+// its end unchanged, and heaprec says why the log is truncated: the recorder's own message, not
+// "the program did not exit normally".
+TEST_CASE("heaprec: a log cut short by a full disk says why", "[recorder][hardening]") {
+  TempDir dir;
+  const std::string log = dir.file("full.hml");
+  RunResult r = run(dir, "full", {"/usr/bin/prlimit", "--fsize=100000", HMREC_HEAPREC, "run", "-o",
+                                  log, "--", HMREC_PROG_HOSTILE, "closerange", "3000000"});
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out == "ok\n");
+  std::vector<std::string> ours = heaprecLines(r.err);
+  REQUIRE(ours.size() == 2);
+  CHECK(ours[0] == "heaprec: writing " + log + " failed (File too large); recording stopped");
+  CHECK(ours[1].find("truncated: the recorder could not finish it (see above)") != std::string::npos);
+  CHECK(!readLog(log).complete);
+}
