@@ -469,7 +469,7 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     std::fprintf(stderr, "heaprec: also wrote %s (%s)\n", others[i].c_str(), what.c_str());
   }
   if (others.size() > 20)
-    std::fprintf(stderr, "heaprec: and %zu more logs of other processes (%s.*)\n",
+    std::fprintf(stderr, "heaprec: also wrote %zu more logs of other processes (%s.*)\n",
                  others.size() - 20, output.c_str());
   try {
     std::fprintf(stderr, "heaprec: wrote %s (%s)\n", output.c_str(), describeLog(output, why).c_str());

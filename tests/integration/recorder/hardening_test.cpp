@@ -302,3 +302,28 @@ TEST_CASE("heaprec: a log cut short by a full disk says why", "[recorder][harden
   CHECK(ours[1].find("truncated: the recorder could not finish it (see above)") != std::string::npos);
   CHECK(!readLog(log).complete);
 }
+
+// A fork storm from four threads at once: every child's log is complete and holds exactly its
+// own allocations; the parent's is complete too.
+TEST_CASE("fork: 4 threads forking 16 children each at once", "[recorder][hardening]") {
+  TempDir dir;
+  Recording rec = record(dir, "storm", {HMREC_PROG_HOSTILE, "forkstorm", "2000", "16"});
+  requireRecorded(rec);
+  std::vector<std::string> children;
+  for (const std::string& l : lines(rec.result.out)) {
+    std::vector<std::string> f = fields(l);
+    if (f.size() == 2 && f[0] == "child") children.push_back(rec.logPath + "." + f[1]);
+  }
+  REQUIRE(children.size() == 64);
+  CHECK(readLog(rec.logPath).complete);
+  std::set<std::string> listed(rec.alsoWrote.begin(), rec.alsoWrote.end());
+  size_t complete = 0, exact = 0;
+  for (const std::string& path : children) {
+    Log log = readLog(path);
+    complete += log.complete;
+    exact += allocsAfterBegin(log) == 2000;
+  }
+  CHECK(complete == 64);
+  CHECK(exact == 64);
+  CHECK(listed.size() == 20);  // heaprec lists 20 and says how many more
+}

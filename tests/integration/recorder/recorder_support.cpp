@@ -129,7 +129,8 @@ Recording recordTo(const TempDir& dir, const std::string& name, const std::strin
       size_t from = prev == std::string::npos ? 0 : prev + 1;
       std::string line = err.substr(from, start - 1 - from);
       if (!std::regex_match(line, m, also)) break;
-      rec.alsoWrote.insert(rec.alsoWrote.begin(), m[1]);
+      static const std::regex more(R"(^[0-9]+ more logs of other processes$)");
+      if (!std::regex_match(m[1].str(), more)) rec.alsoWrote.insert(rec.alsoWrote.begin(), m[1]);
       start = from;
     }
     rec.programErr = err.substr(0, start);

@@ -17,6 +17,8 @@
  *                    "handled SIG MASKED" and the two sigaction views, exits 0
  *   threads N        starts N threads that never allocate, joins them, then allocates; prints
  *                    "tid T" per thread
+ *   forkstorm N      4 threads each fork N children at once, each child allocates COUNT blocks
+ *                    between its own begin and end and exits; prints "child PID" per child
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "prog_util.h"
@@ -67,6 +70,24 @@ static void* idle(void* arg) {
   g_tids[k] = (pid_t)syscall(SYS_gettid);
   volatile unsigned spin = 0;
   for (unsigned i = 0; i < 1000000; ++i) spin += i;
+  return NULL;
+}
+
+#define STORM_THREADS 4
+#define MAX_STORM 64
+static long g_stormChildren, g_stormCount;
+static pid_t g_children[STORM_THREADS][MAX_STORM];
+static void* storm(void* arg) {
+  long k = (long)(intptr_t)arg;
+  for (long i = 0; i < g_stormChildren; ++i) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      allocate(g_stormCount);
+      heapman_event("end");
+      exit(0);
+    }
+    g_children[k][i] = pid;
+  }
   return NULL;
 }
 
@@ -143,6 +164,25 @@ int main(int argc, char** argv) {
     heapman_event("end");
     for (long k = 0; k < n; ++k) printf("tid %d\n", (int)g_tids[k]);
     return 0;
+  } else if (strcmp(mode, "forkstorm") == 0) {
+    g_stormChildren = strtol(arg, NULL, 10);
+    g_stormCount = count;
+    if (g_stormChildren < 1 || g_stormChildren > MAX_STORM) return 2;
+    pthread_t t[STORM_THREADS];
+    for (long k = 0; k < STORM_THREADS; ++k)
+      if (pthread_create(&t[k], NULL, storm, (void*)(intptr_t)k) != 0) return 1;
+    for (long k = 0; k < STORM_THREADS; ++k) pthread_join(t[k], NULL);
+    int failed = 0;
+    for (long k = 0; k < STORM_THREADS; ++k)
+      for (long i = 0; i < g_stormChildren; ++i) {
+        int status = 0;
+        if (waitpid(g_children[k][i], &status, 0) != g_children[k][i] || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+          failed = 1;
+      }
+    for (long k = 0; k < STORM_THREADS; ++k)
+      for (long i = 0; i < g_stormChildren; ++i) printf("child %d\n", (int)g_children[k][i]);
+    return failed;
   } else {
     fprintf(stderr, "rec_hostile: unknown mode %s\n", mode);
     return 2;
