@@ -74,7 +74,8 @@ struct State {
   std::atomic<uint32_t> collecting{0};
   std::atomic<uint32_t> ringFull{0};       // a thread waits for room in its ring (begin())
   // The time stamp counter up to which a thread may record without waiting for the writer: the
-  // start of the writer's last completed round plus 50 ms. A thread whose last reading is past
+  // time stamp of the oldest record the writer has not written (or a time before it) plus 50 ms
+  // (writer.cpp, publishFront). A thread whose last reading is past
   // it waits (begin(), waitForWriter) until the writer catches up, so that what a SIGKILL loses
   // (all that is not yet written) stays bounded in time whatever the number of threads.
   std::atomic<uint64_t> lagDeadline{UINT64_MAX};

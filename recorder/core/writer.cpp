@@ -240,8 +240,9 @@ class Writer {
           static_cast<unsigned long long>(aside_.count), aside_.ns / 1e6,
           static_cast<unsigned long long>(aside_.drainsCut));
       say("threads waited for room in their rings %llu times, %.1f ms in all; for the writer "
-          "to catch up (50 ms behind) %llu times, %.1f ms in all",
+          "to catch up (%llu ms behind) %llu times, %.1f ms in all",
           static_cast<unsigned long long>(g.fullWaits.load()), g.fullWaitNs.load() / 1e6,
+          static_cast<unsigned long long>(kMaxLagNs / 1000000),
           static_cast<unsigned long long>(g.lagWaits.load()), g.lagWaitNs.load() / 1e6);
     }
     if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv("HEAPMAN_STATS"))
@@ -766,9 +767,9 @@ class Writer {
   std::vector<Cursor> cursors_;
   double nsPerTick_ = 1.0 / 3.0;  // refined by calibrate()
   uint64_t bucketLow_ = 0, bucketSpan_ = 0, bucketNs_ = 0;  // timeOf's last step
-  static constexpr uint64_t kFlushIntervalNs = 30'000'000;
+  static constexpr uint64_t kFlushIntervalNs = 20'000'000;
   // How far the writer may fall behind the program (State::lagDeadline), in ticks.
-  static constexpr uint64_t kMaxLagNs = 30'000'000;
+  static constexpr uint64_t kMaxLagNs = 50'000'000;
   uint64_t lagTicks_ = UINT64_MAX / 4;
   uint64_t lastFlushNs_ = 0;
   static constexpr uint64_t kRescanIntervalNs = 500'000'000;
