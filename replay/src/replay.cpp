@@ -967,6 +967,12 @@ uint64_t Replay::resolve(const Point& p) const {
           range = "log has GCs " + std::to_string(ended.front()) + ".." +
                   std::to_string(ended.back());
         if (g && !g->ended) range += "; GC " + std::to_string(p.number) + " never ended";
+        // GC numbers are the collector's own count (what C#'s GC.CollectionCount returns): a Mono
+        // log starts at 2, since Mono's collector runs once at start-up, before the recorder is
+        // loaded as its profiler.
+        if (!g && !ended.empty() && p.number < ended.front())
+          range += "; GC " + std::to_string(p.number) +
+                   " ran before recording started (GC numbers are the collector's own count)";
         throw ReplayError("unknown GC " + std::to_string(p.number) + " (" + range + ")");
       }
       return g->endSeq + 1;

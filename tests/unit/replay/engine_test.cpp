@@ -124,6 +124,20 @@ TEST_CASE("points: syntax and range errors name the valid range", "[replay][poin
     return std::string("no error");
   };
   CHECK(err("gc:2") == "unknown GC 2 (log has GCs 1..1)");
+  // GC numbers are the collector's count: a log that starts later (Mono's start-up collection
+  // runs before the recorder) says why an earlier number is missing.
+  LogBuilder late;
+  late.put(GcBegin{late.next(), 2, 1000, -1});
+  late.put(GcEnd{late.next(), 2, 968, 32, 777});
+  Replay lr(LogReader::fromBytes(late.finish(), "late.hml"), quiet());
+  try {
+    lr.resolve("gc:1");
+    FAIL("gc:1 resolved");
+  } catch (const ReplayError& e) {
+    CHECK(std::string(e.what()) ==
+          "unknown GC 1 (log has GCs 2..2; GC 1 ran before recording started (GC numbers are the "
+          "collector's own count))");
+  }
   CHECK(err("level_start#3") == "event 'level_start' occurs 2 times; asked for occurrence 3");
   CHECK(err("boss") == "unknown event 'boss' (known events: level_start)");
   CHECK(err("frame:9") == "unknown frame 9 (log has frames 1..1)");
