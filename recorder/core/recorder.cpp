@@ -576,10 +576,6 @@ void removeEnvItems(const char* name, const char* separators, char joiner,
     unsetenv(name);
 }
 
-namespace {
-
-}  // namespace
-
 void removeMonoProfileOption() {
   removeEnvItems("MONO_ENV_OPTIONS", " ", ' ', [](const char* item, size_t len, const void*) {
     static const char kOption[] = "--profile=heapman";
@@ -658,6 +654,7 @@ void afterForkChild() {
   Guard guard;
   g.active.store(false, std::memory_order_relaxed);
   g.writerRunning = false;
+  g.root = false;
   if (g.follow == State::Follow::kWrapper) {  // only the exec chain of the first process
     closeLog();
     removeSelfFromPreload();
@@ -667,7 +664,6 @@ void afterForkChild() {
   g.framelessLock.store(false, std::memory_order_relaxed);  // a parent thread may have held it
   g.parentPid = g.pid;
   g.pid = static_cast<int>(getpid());
-  g.root = false;
   closeLog();  // the parent's: this number stays the parent's file in the parent
   if (!openOwnLog(false)) return;
   g.rings.store(nullptr, std::memory_order_relaxed);
@@ -683,6 +679,9 @@ void afterForkChild() {
   g.lagDeadline.store(UINT64_MAX, std::memory_order_relaxed);  // the child's writer sets it
   g.fullWaits.store(0, std::memory_order_relaxed);
   g.fullWaitNs.store(0, std::memory_order_relaxed);
+  g.lagWaiters.store(0, std::memory_order_relaxed);
+  g.lagWaits.store(0, std::memory_order_relaxed);
+  g.lagWaitNs.store(0, std::memory_order_relaxed);
   t_ring = nullptr;
   t_noRing = false;
   startClock();

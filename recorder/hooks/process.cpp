@@ -150,11 +150,6 @@ void beforeExec() {
   finishRecording();
 }
 
-template <class Fn>
-Fn next(const char* name) {
-  return realNextAs<Fn>(name);
-}
-
 }  // namespace
 
 void installCrashHandlers() {
@@ -172,17 +167,18 @@ void installCrashHandlers() {
   installAltStack();
 }
 
+constexpr size_t kAltStackBytes = 64 << 10;
+
 void* installAltStack() {
   stack_t cur{};
   if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return nullptr;
-  constexpr size_t kSize = 64 << 10;
-  void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   stack_t ss{};
   ss.ss_sp = mem;
-  ss.ss_size = kSize;
+  ss.ss_size = kAltStackBytes;
   if (sigaltstack(&ss, nullptr) != 0) {
-    munmap(mem, kSize);
+    munmap(mem, kAltStackBytes);
     return nullptr;
   }
   return mem;
@@ -190,7 +186,6 @@ void* installAltStack() {
 
 void removeAltStack(void* mem) {
   if (!mem) return;
-  constexpr size_t kSize = 64 << 10;
   stack_t cur{};
   if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == mem && !(cur.ss_flags & SS_ONSTACK)) {
     stack_t off{};
@@ -199,7 +194,7 @@ void removeAltStack(void* mem) {
   } else if (cur.ss_sp == mem) {
     return;  // running on it: leave it
   }
-  munmap(mem, kSize);
+  munmap(mem, kAltStackBytes);
 }
 
 }  // namespace heapman::rec
@@ -243,13 +238,13 @@ HEAPMAN_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
 // and alternate signal stack), so that a thread that never allocates is logged too, and stops
 // with a ThreadStop (the ring's key destructor).
 namespace {
-struct ThreadStart {
+struct ThreadEntry {
   void* (*fn)(void*);
   void* arg;
 };
 
 void* startThread(void* p) {
-  ThreadStart start = *static_cast<ThreadStart*>(p);
+  ThreadEntry start = *static_cast<ThreadEntry*>(p);
   __libc_free(p);
   if (!t_guard && g.active.load(std::memory_order_acquire)) threadRing();
   return start.fn(start.arg);  // a sibling call at -O2: this frame is not in the thread's stacks
@@ -262,7 +257,7 @@ HEAPMAN_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   static auto real = realNextAs<CreateFn>("pthread_create");
   if (!real) return EAGAIN;
   if (t_guard || !g.active.load(std::memory_order_relaxed)) return real(thread, attr, fn, arg);
-  auto* start = static_cast<ThreadStart*>(__libc_malloc(sizeof(ThreadStart)));  // unrecorded
+  auto* start = static_cast<ThreadEntry*>(__libc_malloc(sizeof(ThreadEntry)));  // unrecorded
   if (!start) return real(thread, attr, fn, arg);
   *start = {fn, arg};
   int rc = real(thread, attr, startThread, start);
@@ -272,7 +267,7 @@ HEAPMAN_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
 
 HEAPMAN_EXPORT void _exit(int status) {
   finishRecording();
-  static auto real = next<void (*)(int)>("_exit");
+  static auto real = realNextAs<void (*)(int)>("_exit");
   real(status);
   __builtin_unreachable();
 }
@@ -281,31 +276,31 @@ HEAPMAN_EXPORT void _Exit(int status) { _exit(status); }
 
 HEAPMAN_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   beforeExec();
-  static auto real = next<int (*)(const char*, char* const*, char* const*)>("execve");
+  static auto real = realNextAs<int (*)(const char*, char* const*, char* const*)>("execve");
   return real(path, argv, envp);
 }
 
 HEAPMAN_EXPORT int execv(const char* path, char* const argv[]) {
   beforeExec();
-  static auto real = next<int (*)(const char*, char* const*)>("execv");
+  static auto real = realNextAs<int (*)(const char*, char* const*)>("execv");
   return real(path, argv);
 }
 
 HEAPMAN_EXPORT int execvp(const char* file, char* const argv[]) {
   beforeExec();
-  static auto real = next<int (*)(const char*, char* const*)>("execvp");
+  static auto real = realNextAs<int (*)(const char*, char* const*)>("execvp");
   return real(file, argv);
 }
 
 HEAPMAN_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   beforeExec();
-  static auto real = next<int (*)(const char*, char* const*, char* const*)>("execvpe");
+  static auto real = realNextAs<int (*)(const char*, char* const*, char* const*)>("execvpe");
   return real(file, argv, envp);
 }
 
 HEAPMAN_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   beforeExec();
-  static auto real = next<int (*)(int, char* const*, char* const*)>("fexecve");
+  static auto real = realNextAs<int (*)(int, char* const*, char* const*)>("fexecve");
   return real(fd, argv, envp);
 }
 

@@ -2,16 +2,18 @@
 //
 //   heaprec run [-o FILE] [--depth N] [--follow-exec] -- PROGRAM [ARGS...]
 //
-// Runs PROGRAM with the recorder module preloaded, waits for it, and exits with its status
-// (128 + signal number when a signal killed it). PROGRAM's output is its own; heaprec adds one
-// line on stderr at the end saying where the log went.
+// Runs PROGRAM with the recorder module preloaded, waits for it (passing on the signals heaprec
+// itself gets), and exits with its status (128 + signal number when a signal killed it); 2
+// without running anything when PROGRAM cannot be recorded or the log cannot be written.
+// PROGRAM's output is its own: when it has exited, heaprec prints the recorder's messages, a line
+// per log of the program's other processes and a last line saying where the log went.
 #include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <dirent.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
