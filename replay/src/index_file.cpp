@@ -118,12 +118,13 @@ void Replay::Index::dropSpill() {
 }
 
 void Replay::Index::addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects,
-                                  const std::vector<uint8_t>& raw) {
-  std::vector<uint8_t> stored = detail::lz4Compress(raw);
+                                  bool delta, const std::vector<uint8_t>& stored,
+                                  uint64_t rawSize) {
   uint64_t hash = XXH3_64bits(stored.data(), stored.size());
   if (spillFd >= 0) {
     if (writeAll(spillFd, stored.data(), stored.size())) {
-      checkpoints.push_back({chunk, position, liveObjects, spillBytes, stored.size(), raw.size(), hash});
+      checkpoints.push_back(
+          {chunk, position, liveObjects, spillBytes, stored.size(), rawSize, hash, delta});
       spillBytes += stored.size();
       return;
     }
@@ -132,7 +133,8 @@ void Replay::Index::addCheckpoint(uint64_t chunk, uint64_t position, uint64_t li
     checkpoints.clear();
   }
   if (memory.empty()) memory.resize(kIndexHeaderBytes);
-  checkpoints.push_back({chunk, position, liveObjects, memory.size(), stored.size(), raw.size(), hash});
+  checkpoints.push_back(
+      {chunk, position, liveObjects, memory.size(), stored.size(), rawSize, hash, delta});
   memory.insert(memory.end(), stored.begin(), stored.end());
 }
 
@@ -365,7 +367,8 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   detail::Out dir;
   dir.u32(static_cast<uint32_t>(ix.checkpoints.size()));
   for (const Index::CheckpointRef& c : ix.checkpoints)
-    for (uint64_t v : {c.chunk, c.position, c.liveObjects, c.offset, c.stored, c.raw, c.hash})
+    for (uint64_t v : {c.chunk, c.position, c.liveObjects, c.offset, c.stored, c.raw, c.hash,
+                       uint64_t{c.delta}})
       dir.u64(v);
   for (uint64_t v : {tablesOffset, uint64_t{stored.size()}, uint64_t{raw.size()},
                      uint64_t{XXH3_64bits(stored.data(), stored.size())}})
@@ -386,7 +389,7 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   putLe(h + 56, dirOffset);
   putLe(h + 64, d.size());
   putLe(h + 72, XXH3_64bits(d.data(), d.size()));
-  putLe(h + 80, 0);
+  putLe(h + 80, options_.indexShare);
   putLe(h + 88, XXH3_64bits(h, 88));
 
   std::string tmp;
@@ -481,6 +484,10 @@ bool Replay::loadIndexFile(const std::string& path, std::string* why) {
     *why = "stale: built with a checkpoint interval of " + std::to_string(le(h + 48)) + " events";
     return false;
   }
+  if (le(h + 80) != options_.indexShare) {
+    *why = "stale: built with an index share of " + std::to_string(le(h + 80));
+    return false;
+  }
   uint64_t dirOffset = le(h + 56), dirBytes = le(h + 64);
   if (dirOffset > size || dirBytes > size - dirOffset ||
       XXH3_64bits(h + dirOffset, dirBytes) != le(h + 72)) {
@@ -490,7 +497,7 @@ bool Replay::loadIndexFile(const std::string& path, std::string* why) {
   try {
     detail::In dir({h + dirOffset, dirBytes});
     uint32_t n = dir.u32();
-    if (n > dirBytes / 56) throw CursorOverrun("checkpoint count");
+    if (n > dirBytes / 64) throw CursorOverrun("checkpoint count");
     auto blobOk = [&](uint64_t off, uint64_t stored, uint64_t hash) {
       return off >= kIndexHeaderBytes && off <= dirOffset && stored <= dirOffset - off &&
              XXH3_64bits(h + off, stored) == hash;
@@ -500,7 +507,10 @@ bool Replay::loadIndexFile(const std::string& path, std::string* why) {
       for (uint64_t* v : {&c.chunk, &c.position, &c.liveObjects, &c.offset, &c.stored, &c.raw,
                           &c.hash})
         *v = dir.u64();
-      if (!blobOk(c.offset, c.stored, c.hash) || c.chunk > recordChunks_.size() ||
+      uint64_t kind = dir.u64();
+      c.delta = kind == 1;
+      if (kind > 1 || (i == 0 && c.delta) || !blobOk(c.offset, c.stored, c.hash) ||
+          c.chunk > recordChunks_.size() ||
           (!ix->checkpoints.empty() && c.position < ix->checkpoints.back().position)) {
         *why = "corrupt: checkpoint " + std::to_string(i);
         return false;
