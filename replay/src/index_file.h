@@ -35,6 +35,10 @@ namespace heapman::replay {
 inline constexpr uint32_t kIndexVersion = 3;
 inline constexpr uint64_t kIndexHeaderBytes = 96;
 
+// Start of loadIndexFile's reason for a path that holds something other than a regular file (a
+// FIFO would block every open): that path is neither read nor written.
+inline constexpr char kNotRegular[] = "not a regular file";
+
 // Where an index may live: the requested path, then $XDG_CACHE_HOME/heapman (or ~/.cache/heapman)
 // under a name derived from the log's absolute path.
 std::vector<std::string> indexCandidates(const std::string& primary, const std::string& logName);

@@ -684,6 +684,7 @@ void Replay::init() {
     if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
   auto t0 = std::chrono::steady_clock::now();
   bool loaded = false;
+  std::vector<std::string> refused;  // paths holding a FIFO, a directory...: never opened again
   if (options_.useIndex && !options_.indexPath.empty()) {
     std::string why;
     for (const std::string& path : indexCandidates(options_.indexPath, reader_.name())) {
@@ -692,6 +693,12 @@ void Replay::init() {
         loaded = true;
         status_.path = path;
         break;
+      }
+      if (whyHere.rfind(kNotRegular, 0) == 0) {
+        refused.push_back(path);
+        if (options_.notes) std::fprintf(options_.notes, "heapman: index %s: %s\n", path.c_str(),
+                                         whyHere.c_str());
+        continue;
       }
       if (whyHere != "missing") why = path + ": " + whyHere;
     }
@@ -703,7 +710,9 @@ void Replay::init() {
     index_ = std::make_unique<Index>();
     std::vector<std::string> where;
     if (options_.useIndex && !options_.indexPath.empty())
-      where = indexCandidates(options_.indexPath, reader_.name());
+      for (const std::string& path : indexCandidates(options_.indexPath, reader_.name()))
+        if (std::find(refused.begin(), refused.end(), path) == refused.end())
+          where.push_back(path);
     for (const std::string& path : where)
       if (index_->openSpill(path)) break;
     buildTables(true);
