@@ -55,6 +55,10 @@ echo "$seek"
 open=$(sed -nE 's/.*open with index ([0-9.]+) s.*/\1/p' <<<"$seek")
 mean=$(sed -nE 's/.*: mean ([0-9.]+) ms, max ([0-9.]+) ms.*/\1/p' <<<"$seek")
 max=$(sed -nE 's/.*: mean ([0-9.]+) ms, max ([0-9.]+) ms.*/\2/p' <<<"$seek")
+# The index against its log (issue 17: at most a tenth with the default ReplayOptions::indexShare).
+logBytes=$(stat -c %s "$tmp/big.hml")
+hmxBytes=$(stat -c %s "$tmp/big.hml.hmx")
+ratio=$(awk -v a="$hmxBytes" -v b="$logBytes" 'BEGIN { printf "%.2f%%", 100 * a / b }')
 
 echo
 echo "| figure | HeapMan replay | heaptrack_print |"
@@ -67,4 +71,5 @@ echo "| index pass, engine's choice of threads, wall | $idx | — |"
 echo "| for reference: decoding alone (logformat_bench read), one thread | $decode | — |"
 echo "| open with index file, $seekEvents-event log, s | $open | — |"
 echo "| seek to a random point (50 seeks), mean / max ms | $mean / $max | — |"
+echo "| index file of the $seekEvents-event log, bytes (share of the log's $logBytes) | $hmxBytes ($ratio) | — |"
 echo "| bytes per live object (live set table; dictionary apart) | $bpo | — |"

@@ -12,8 +12,8 @@ packages=(
   mono-runtime-boehm mono-devel libmono-2.0-dev libmono-profiler
 )
 if [ "${1:-build}" = test ]; then
-  # clang: the fuzzer; python3: the CLI tests parse JSON; guile: a real bdwgc program to record
-  packages+=(clang-14 libclang-rt-14-dev python3 guile-3.0)
+  # clang: the fuzzer; python3: the CLI tests parse JSON; guile, ecl: real bdwgc programs to record
+  packages+=(clang-14 libclang-rt-14-dev python3 guile-3.0 ecl)
 fi
 
 missing=()

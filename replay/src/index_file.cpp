@@ -2,6 +2,7 @@
 #include "index_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <tuple>
 
 #include "serial.h"
 
@@ -31,6 +33,15 @@ uint64_t le(const uint8_t* p) {
 }
 void putLe(uint8_t* p, uint64_t v, int n = 8) {
   for (int i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+const char* fileKind(mode_t m) {
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  return "not a regular file";
 }
 
 struct Identity {
@@ -72,6 +83,60 @@ std::vector<std::string> indexCandidates(const std::string& primary, const std::
 
 namespace {
 
+// The NAME.tmp.PID being written, removed by SIGINT/SIGTERM (then the signal's earlier action
+// runs: the process still dies of it). One build at a time per process; async-signal-safe.
+char gSpillPath[4096];
+volatile sig_atomic_t gSpillArmed = 0;
+struct sigaction gOldInt, gOldTerm;
+bool gIntHooked = false, gTermHooked = false;
+
+void onSpillSignal(int sig) {
+  if (gSpillArmed) ::unlink(gSpillPath);
+  gSpillArmed = 0;
+  ::sigaction(sig, sig == SIGINT ? &gOldInt : &gOldTerm, nullptr);
+  ::raise(sig);  // delivered with the earlier action once this handler returns
+}
+
+void guardSpill(const std::string& tmp) {
+  if (tmp.size() >= sizeof gSpillPath) return;
+  std::memcpy(gSpillPath, tmp.c_str(), tmp.size() + 1);
+  gSpillArmed = 1;
+  struct sigaction sa {};
+  sa.sa_handler = onSpillSignal;
+  sigemptyset(&sa.sa_mask);
+  for (auto [sig, old, hooked] : {std::tuple{SIGINT, &gOldInt, &gIntHooked},
+                                  std::tuple{SIGTERM, &gOldTerm, &gTermHooked}}) {
+    struct sigaction cur {};
+    ::sigaction(sig, nullptr, &cur);
+    if (cur.sa_handler == SIG_IGN || *hooked) continue;  // ignored: nothing kills the build
+    *hooked = ::sigaction(sig, &sa, old) == 0;
+  }
+}
+
+void unguardSpill() {
+  gSpillArmed = 0;
+  if (gIntHooked) ::sigaction(SIGINT, &gOldInt, nullptr);
+  if (gTermHooked) ::sigaction(SIGTERM, &gOldTerm, nullptr);
+  gIntHooked = gTermHooked = false;
+}
+
+// Removes TARGET.tmp.PID files left by builds that were killed (SIGKILL, a crash): those whose
+// process is gone. A PID that is alive (a build in progress, or a reused PID) keeps its file.
+void removeStaleSpills(const fs::path& target) {
+  std::error_code ec;
+  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string prefix = target.filename().string() + ".tmp.";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(it->path(), ec);
+  }
+}
+
 bool writeAll(int fd, const uint8_t* p, size_t n) {
   while (n) {
     ssize_t w = ::write(fd, p, n);
@@ -94,13 +159,17 @@ bool Replay::Index::openSpill(const std::string& target) {
   std::error_code ec;
   fs::path t(target);
   if (t.has_parent_path()) fs::create_directories(t.parent_path(), ec);
+  removeStaleSpills(t);
   std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_NONBLOCK: a FIFO in the way fails (ENXIO) instead of blocking.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
   if (fd < 0) return false;
+  guardSpill(tmp);
   uint8_t zeros[kIndexHeaderBytes] = {};
   if (!writeAll(fd, zeros, sizeof zeros)) {
     ::close(fd);
     ::unlink(tmp.c_str());
+    unguardSpill();
     return false;
   }
   spillFd = fd;
@@ -114,16 +183,18 @@ void Replay::Index::dropSpill() {
   if (spillFd < 0) return;
   ::close(spillFd);
   ::unlink(spillPath.c_str());
+  unguardSpill();
   spillFd = -1;
 }
 
 void Replay::Index::addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects,
-                                  const std::vector<uint8_t>& raw) {
-  std::vector<uint8_t> stored = detail::lz4Compress(raw);
+                                  bool delta, const std::vector<uint8_t>& stored,
+                                  uint64_t rawSize) {
   uint64_t hash = XXH3_64bits(stored.data(), stored.size());
   if (spillFd >= 0) {
     if (writeAll(spillFd, stored.data(), stored.size())) {
-      checkpoints.push_back({chunk, position, liveObjects, spillBytes, stored.size(), raw.size(), hash});
+      checkpoints.push_back(
+          {chunk, position, liveObjects, spillBytes, stored.size(), rawSize, hash, delta});
       spillBytes += stored.size();
       return;
     }
@@ -132,7 +203,8 @@ void Replay::Index::addCheckpoint(uint64_t chunk, uint64_t position, uint64_t li
     checkpoints.clear();
   }
   if (memory.empty()) memory.resize(kIndexHeaderBytes);
-  checkpoints.push_back({chunk, position, liveObjects, memory.size(), stored.size(), raw.size(), hash});
+  checkpoints.push_back(
+      {chunk, position, liveObjects, memory.size(), stored.size(), rawSize, hash, delta});
   memory.insert(memory.end(), stored.begin(), stored.end());
 }
 
@@ -365,7 +437,8 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   detail::Out dir;
   dir.u32(static_cast<uint32_t>(ix.checkpoints.size()));
   for (const Index::CheckpointRef& c : ix.checkpoints)
-    for (uint64_t v : {c.chunk, c.position, c.liveObjects, c.offset, c.stored, c.raw, c.hash})
+    for (uint64_t v : {c.chunk, c.position, c.liveObjects, c.offset, c.stored, c.raw, c.hash,
+                       uint64_t{c.delta}})
       dir.u64(v);
   for (uint64_t v : {tablesOffset, uint64_t{stored.size()}, uint64_t{raw.size()},
                      uint64_t{XXH3_64bits(stored.data(), stored.size())}})
@@ -386,7 +459,7 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   putLe(h + 56, dirOffset);
   putLe(h + 64, d.size());
   putLe(h + 72, XXH3_64bits(d.data(), d.size()));
-  putLe(h + 80, 0);
+  putLe(h + 80, options_.indexShare);
   putLe(h + 88, XXH3_64bits(h, 88));
 
   std::string tmp;
@@ -399,12 +472,14 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
     std::error_code ec;
     fs::path target(path);
     if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+    removeStaleSpills(target);
     tmp = path + ".tmp." + std::to_string(::getpid());
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0) {
       *error = path + ": " + std::strerror(errno);
       return false;
     }
+    guardSpill(tmp);
   }
   bool ok = (spilled || writeAll(fd, h, sizeof h)) &&
             (spilled || writeAll(fd, ix.memory.data() + kIndexHeaderBytes,
@@ -416,9 +491,11 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
     *error = path + ": " + std::strerror(ok ? errno : savedErrno);
     ::unlink(tmp.c_str());
+    unguardSpill();
     if (spilled) ix.checkpoints.clear();  // their bytes are gone with the spill
     return false;
   }
+  unguardSpill();
   ix.fileBytes = dirOffset + d.size();
   if (spilled) {
     // Read the checkpoints back through a mapping of the finished file.
@@ -436,13 +513,21 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
 }
 
 bool Replay::loadIndexFile(const std::string& path, std::string* why) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     *why = errno == ENOENT ? "missing" : std::string("unreadable: ") + std::strerror(errno);
     return false;
   }
   struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(kIndexHeaderBytes)) {
+  bool statted = ::fstat(fd, &st) == 0;
+  if (statted && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    *why = std::string(kNotRegular) + " (" + fileKind(st.st_mode) +
+           "): not used; remove it to keep the index there";
+    return false;
+  }
+  if (!statted || st.st_size < static_cast<off_t>(kIndexHeaderBytes)) {
     ::close(fd);
     *why = "corrupt: shorter than its header";
     return false;
@@ -481,6 +566,10 @@ bool Replay::loadIndexFile(const std::string& path, std::string* why) {
     *why = "stale: built with a checkpoint interval of " + std::to_string(le(h + 48)) + " events";
     return false;
   }
+  if (le(h + 80) != options_.indexShare) {
+    *why = "stale: built with an index share of " + std::to_string(le(h + 80));
+    return false;
+  }
   uint64_t dirOffset = le(h + 56), dirBytes = le(h + 64);
   if (dirOffset > size || dirBytes > size - dirOffset ||
       XXH3_64bits(h + dirOffset, dirBytes) != le(h + 72)) {
@@ -490,7 +579,7 @@ bool Replay::loadIndexFile(const std::string& path, std::string* why) {
   try {
     detail::In dir({h + dirOffset, dirBytes});
     uint32_t n = dir.u32();
-    if (n > dirBytes / 56) throw CursorOverrun("checkpoint count");
+    if (n > dirBytes / 64) throw CursorOverrun("checkpoint count");
     auto blobOk = [&](uint64_t off, uint64_t stored, uint64_t hash) {
       return off >= kIndexHeaderBytes && off <= dirOffset && stored <= dirOffset - off &&
              XXH3_64bits(h + off, stored) == hash;
@@ -500,7 +589,10 @@ bool Replay::loadIndexFile(const std::string& path, std::string* why) {
       for (uint64_t* v : {&c.chunk, &c.position, &c.liveObjects, &c.offset, &c.stored, &c.raw,
                           &c.hash})
         *v = dir.u64();
-      if (!blobOk(c.offset, c.stored, c.hash) || c.chunk > recordChunks_.size() ||
+      uint64_t kind = dir.u64();
+      c.delta = kind == 1;
+      if (kind > 1 || (i == 0 && c.delta) || !blobOk(c.offset, c.stored, c.hash) ||
+          c.chunk > recordChunks_.size() ||
           (!ix->checkpoints.empty() && c.position < ix->checkpoints.back().position)) {
         *why = "corrupt: checkpoint " + std::to_string(i);
         return false;

@@ -12,12 +12,13 @@
 //   56  8  directory offset
 //   64  8  directory bytes
 //   72  8  XXH3-64 of the directory
-//   80  8  reserved (0)
+//   80  8  index share the index was built with (ReplayOptions::indexShare)
 //   88  8  XXH3-64 of bytes 0..87
 //   96  ... blobs: checkpoints in log order, then the tables; each an LZ4 block
 //   directory: u32 checkpoint count, per checkpoint {u64 chunk, u64 position, u64 live objects,
-//              u64 offset, u64 stored bytes, u64 raw bytes, u64 XXH3-64 of the stored bytes},
-//              then the tables' {u64 offset, u64 stored, u64 raw, u64 XXH3-64}.
+//              u64 offset, u64 stored bytes, u64 raw bytes, u64 XXH3-64 of the stored bytes,
+//              u64 kind (0 full, 1 delta against the checkpoint before)}, then the tables'
+//              {u64 offset, u64 stored, u64 raw, u64 XXH3-64}.
 // The file is written as NAME.tmp.PID and renamed when complete, so a reader never sees half of
 // one. Checkpoint raw layout: Replay::serializeState(); tables: writeTables() in index_file.cpp.
 #pragma once
@@ -30,8 +31,13 @@
 
 namespace heapman::replay {
 
-inline constexpr uint32_t kIndexVersion = 2;  // 2: JIT ranges in the tables
+// 2: JIT ranges in the tables; 3: delta checkpoints in columns, a byte budget (indexShare)
+inline constexpr uint32_t kIndexVersion = 3;
 inline constexpr uint64_t kIndexHeaderBytes = 96;
+
+// Start of loadIndexFile's reason for a path that holds something other than a regular file (a
+// FIFO would block every open): that path is neither read nor written.
+inline constexpr char kNotRegular[] = "not a regular file";
 
 // Where an index may live: the requested path, then $XDG_CACHE_HOME/heapman (or ~/.cache/heapman)
 // under a name derived from the log's absolute path.
@@ -41,6 +47,7 @@ struct Replay::Index {
   struct CheckpointRef {
     uint64_t chunk = 0, position = 0, liveObjects = 0;
     uint64_t offset = 0, stored = 0, raw = 0, hash = 0;
+    bool delta = false;  // applies to the checkpoint before it (else a full one)
   };
   std::vector<CheckpointRef> checkpoints;
   uint64_t fileBytes = 0;
@@ -62,8 +69,9 @@ struct Replay::Index {
   // Starts writing the index for `target` at target.tmp.PID; false when that is not possible.
   bool openSpill(const std::string& target);
   void dropSpill();
-  void addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects,
-                     const std::vector<uint8_t>& raw);
+  // `stored`: the checkpoint's LZ4 block, of `rawSize` bytes decompressed.
+  void addCheckpoint(uint64_t chunk, uint64_t position, uint64_t liveObjects, bool delta,
+                     const std::vector<uint8_t>& stored, uint64_t rawSize);
   // Decompressed bytes of checkpoint i; throws ReplayError when they are damaged.
   std::vector<uint8_t> checkpointBytes(size_t i) const;
   const uint8_t* base() const { return map ? map : memory.data(); }

@@ -3,6 +3,9 @@
 //   game.hml      a bdwgc + managed + native game: 3 levels, 6 GCs, frames, types, a Lost record
 //   game_b.hml    the same game, "next build": more bullets, fewer textures (for compare)
 //   cut.hml       game.hml cut at 55% (a recorder that died)
+//   wrappers.hml  allocations through the allocation wrappers of libiberty, ECL, guile, sqlite and
+//                 CPython (frames named by MethodDefs, so no symbols are needed): blame must
+//                 charge their callers
 //   make_golden_logs DIR
 #include <cstdio>
 #include <string>
@@ -153,6 +156,43 @@ bool save(const std::string& path, const std::vector<uint8_t>& b) {
 
 }  // namespace
 
+// Each wrapper (leaf) under a caller named like the code that really allocates, under main.
+std::vector<uint8_t> wrappers() {
+  MemorySink sink;
+  WriterOptions o;
+  LogWriter w(sink, Game::header(), o);
+  struct Path {
+    const char* caller;
+    const char* wrapper;
+  };
+  const Path paths[] = {
+      {"cp_parser_declaration", "xmalloc"},       {"ggc_grow", "xcalloc"},
+      {"obstack_grow", "xrealloc"},               {"cl_make_list", "ecl_alloc_object"},
+      {"cl_make_list", "ecl_list1"},              {"si_read_form", "ecl_cons"},
+      {"make_stringbuf", "scm_gc_malloc_pointerless"}, {"scm_c_make_vector", "scm_gc_malloc"},
+      {"sqlite3VdbeExec", "sqlite3DbMallocRaw"},  {"sqlite3BtreeInsert", "sqlite3Malloc"},
+      {"list_append", "PyObject_Malloc"},         {"PyList_New", "_PyObject_GC_New"},
+      {"unicode_new", "PyMem_Malloc"},
+      // Real code whose names merely start like a wrapper's: still charged.
+      {"print_stats", "xmalloc_stats_report"},    {"print_stats", "sqlite3MallocStats"},
+  };
+  uint32_t id = 1, node = 1;
+  w.write(MethodDef{id, "main", 0});
+  w.write(StackNode{node, 0, id, true});
+  uint64_t seq = 0, addr = 0x10000;
+  for (const Path& p : paths) {
+    uint32_t callerNode = ++node, leafNode = ++node;
+    w.write(MethodDef{++id, p.caller, 0});
+    w.write(StackNode{callerNode, 1, id, true});
+    w.write(MethodDef{++id, p.wrapper, 0});
+    w.write(StackNode{leafNode, callerNode, id, true});
+    for (uint64_t k = 0; k <= id % 3; ++k, ++seq, addr += 0x100)
+      w.write(Alloc{{seq, seq * 1000, 0}, HeapKind::kNative, addr, 16 * id, 16 * id, leafNode, 0});
+  }
+  w.finish();
+  return std::move(sink.bytes);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_golden_logs DIR\n");
@@ -162,7 +202,8 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> a = Game(false).run();
   std::vector<uint8_t> b = Game(true).run();
   std::vector<uint8_t> cut(a.begin(), a.begin() + static_cast<long>(a.size() * 55 / 100));
-  if (!save(dir + "/game.hml", a) || !save(dir + "/game_b.hml", b) || !save(dir + "/cut.hml", cut)) {
+  if (!save(dir + "/game.hml", a) || !save(dir + "/game_b.hml", b) || !save(dir + "/cut.hml", cut) ||
+      !save(dir + "/wrappers.hml", wrappers())) {
     std::perror("make_golden_logs");
     return 1;
   }

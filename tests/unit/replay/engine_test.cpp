@@ -31,6 +31,7 @@ struct TempDir {
 ReplayOptions quiet(uint64_t interval = 300) {
   ReplayOptions o;
   o.checkpointEvents = interval;
+  o.indexShare = 0;  // checkpoints every interval: these small logs exercise many of them
   o.useIndex = false;
   o.notes = nullptr;
   return o;
@@ -236,6 +237,7 @@ TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[rep
   }
   ReplayOptions o;
   o.checkpointEvents = 300;
+  o.indexShare = 0;
   o.notes = nullptr;
   RefState atGc10;
   {
@@ -422,6 +424,7 @@ TEST_CASE("any flipped byte of the index file is detected and the index rebuilt"
   std::fclose(f);
   ReplayOptions o;
   o.checkpointEvents = 200;
+  o.indexShare = 0;
   o.notes = nullptr;
   std::vector<uint8_t> good;
   RefState want;

@@ -87,6 +87,7 @@ class Attribution {
   const Site& site(uint32_t id) const { return sites_[id]; }
   size_t siteCount() const { return sites_.size(); }
   FrameNamer& namer() { return namer_; }
+  const Exclusions& exclusions() const { return ex_; }
   const LogTables& tables() const { return t_; }
   // Root-first names of a stack's source frames ("main;Game::update;malloc").
   std::string folded(uint32_t stackId);

@@ -39,11 +39,23 @@ struct TypeShare {
   std::string type;
   uint64_t bytes = 0, objects = 0;
 };
+// A frame of a row's representative stack: skipped by the exclusions, the one charged, or one of
+// its callers.
+enum class FrameRole { kExcluded, kCharged, kCaller };
+const char* frameRoleName(FrameRole r);  // "excluded" | "charged" | "caller"
+struct BlameFrame {
+  NamedFrame frame;
+  FrameRole role = FrameRole::kCaller;
+};
 struct BlameRow {
   Site site;
   uint64_t bytes = 0, objects = 0;
   double share = 0;              // of all live bytes
   std::vector<TypeShare> types;  // top 3 by bytes
+  // With stacks: the row's stack with the most live bytes (ties: the lower stack id), leaf first,
+  // and its live bytes and objects; empty for "(no stack)".
+  std::vector<BlameFrame> stack;
+  uint64_t stackBytes = 0, stackObjects = 0;
 };
 struct BlameResult {
   std::string point;
@@ -51,8 +63,8 @@ struct BlameResult {
   std::vector<BlameRow> rows;  // sorted, cut to `top` (0: all)
   std::vector<std::string> warnings;
 };
-// At the replay's current position.
-BlameResult blame(Replay& r, Attribution& a, SortBy sort, size_t top);
+// At the replay's current position; stacks: fill BlameRow::stack.
+BlameResult blame(Replay& r, Attribution& a, SortBy sort, size_t top, bool stacks = false);
 
 // ---- growth diff (diff.cpp) and two-log comparison (compare.cpp) ------------------------------
 struct DiffRow {

@@ -139,8 +139,12 @@ class Observer {
 };
 
 struct ReplayOptions {
-  // Events between checkpoints (rounded up to chunk boundaries).
+  // Events between checkpoints, at least (rounded up to chunk boundaries).
   uint64_t checkpointEvents = 500'000;
+  // Size bound of the index: its checkpoints take at most 3/4 of (log bytes read so far) / this,
+  // so the whole index (tables and directory too) stays near or under a tenth of the log with
+  // the default; a checkpoint that would not fit waits for more log. 0: no bound (tests).
+  uint64_t indexShare = 10;
   // Index file; empty: LOG.hmx next to the log, else $XDG_CACHE_HOME/heapman (~/.cache/heapman)
   // when the log's directory is not writable.
   std::string indexPath;
@@ -216,7 +220,11 @@ class Replay {
   template <class Make, class Done, class Want>
   void forEachChunk(size_t first, Make&& make, Done&& done, Want&& want);
   void loadCheckpoint(size_t i);
-  std::vector<uint8_t> serializeState() const;
+  // The state as a checkpoint: all live objects, or (delta) those born since the last checkpoint
+  // and the addresses of the ones that died since (cpDeaths_). Layout in replay.cpp.
+  std::vector<uint8_t> serializeState(bool delta) const;
+  void applyCheckpoint(const std::vector<uint8_t>& raw, bool delta);
+  void maybeCheckpoint(size_t k, uint64_t& sinceCheckpoint);
 
   log::LogReader reader_;
   ReplayOptions options_;
@@ -238,6 +246,16 @@ class Replay {
   std::unique_ptr<InfoDict> dict_;
 
   std::unique_ptr<Index> index_;
+  // Index pass: deaths since the last checkpoint of objects born before it (cpFloor_ = its
+  // position; 0 before the first), for delta checkpoints. Not kept past cpLiveAt_ entries (a
+  // full checkpoint is then cheaper: cpDeltaOk_ false).
+  uint64_t cpFloor_ = 0;
+  std::vector<uint64_t> cpDeaths_;
+  size_t cpLiveAt_ = 0;
+  bool cpDeltaOk_ = false;
+  uint64_t cpChainEntries_ = 0;    // objects and addresses in the deltas since the last full one
+  uint64_t cpSpent_ = 0;           // checkpoint bytes written
+  double cpBytesPerEntry_ = 2.0;   // stored bytes per object or address, as last measured
   Stats stats_;
   friend struct ReplayTestAccess;
 };

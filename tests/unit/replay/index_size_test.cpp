@@ -1,0 +1,139 @@
+// The index file's size against its log's (issue 17, item 11): a program whose heap only grows
+// between collections (a guile program: bdwgc, most objects live to the end) once got an index
+// 8x its log, since every checkpoint held the whole live set. Logs of that shape and of a malloc
+// churn, written with the real LogWriter; the index must stay under a tenth of the log and seeks
+// through it must still give the state a full replay gives.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "test_log.h"
+
+using namespace rtest;
+using namespace heapman::replay;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dir {
+  fs::path path = fs::temp_directory_path() / ("index-size-test-" + std::to_string(::getpid()));
+  Dir() { fs::create_directories(path); }
+  ~Dir() { fs::remove_all(path); }
+};
+
+void writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  std::fclose(f);
+}
+
+// bdwgc-like: objects carved from 4 KiB blocks of one size class each, in address order, a few
+// hundred (size, stack) combinations; a collection every `perGc` allocations frees a quarter of
+// what was born since the one before, the rest lives on (the heap grows like guile's).
+std::vector<uint8_t> growingHeap(uint32_t allocs, uint32_t perGc) {
+  LogBuilder b(64 * 1024);
+  std::mt19937_64 rng(17);
+  for (uint32_t s = 1; s <= 300; ++s) b.put(StackNode{s, s > 30 ? s % 30 : 0, 0x400000 + 64 * s, false});
+  std::vector<uint64_t> bump(8), blockEnd(8);
+  uint64_t nextBlock = 0x7f0000000000;
+  std::vector<uint64_t> young;
+  uint32_t gc = 0;
+  for (uint32_t i = 0; i < allocs; ++i) {
+    size_t cls = rng() % 8;
+    uint64_t size = 16 * (cls + 1);
+    if (bump[cls] + size > blockEnd[cls]) {
+      bump[cls] = nextBlock;
+      blockEnd[cls] = nextBlock + 4096;
+      nextBlock += 4096;
+    }
+    uint64_t addr = bump[cls];
+    bump[cls] += size;
+    uint32_t stack = static_cast<uint32_t>(31 + rng() % 270);
+    b.put(Alloc{b.next(), HeapKind::kGcNormal, addr, size - rng() % 8, size, stack, 0});
+    young.push_back(addr);
+    if ((i + 1) % perGc == 0) {
+      ++gc;
+      b.put(GcBegin{b.next(), gc, 0, 0});
+      std::vector<uint64_t> dead;
+      for (uint64_t a : young)
+        if (rng() % 4 == 0) dead.push_back(a);
+      b.put(Collected{gc, dead});
+      b.put(GcEnd{b.next(), gc, 0, 0, 1000});
+      young.clear();
+    }
+  }
+  return b.finish();
+}
+
+// malloc churn: a live set of a few thousand objects, most die young.
+std::vector<uint8_t> churn(uint32_t events) {
+  LogBuilder b(64 * 1024);
+  std::mt19937_64 rng(23);
+  for (uint32_t s = 1; s <= 40; ++s) b.put(StackNode{s, s > 8 ? s % 8 : 0, 0x400000 + 64 * s, false});
+  std::vector<uint64_t> live;
+  uint64_t next = 0x10000;
+  for (uint32_t i = 0; i < events; ++i) {
+    if (live.size() < 4000 && (live.empty() || rng() % 2)) {
+      uint64_t a = next;
+      next += 16 * (1 + rng() % 8);
+      b.put(Alloc{b.next(), HeapKind::kNative, a, 8 + rng() % 200, 208, static_cast<uint32_t>(9 + rng() % 32), 0});
+      live.push_back(a);
+    } else {
+      size_t k = rng() % live.size();
+      b.put(Free{b.next(), HeapKind::kNative, live[k]});
+      live[k] = live.back();
+      live.pop_back();
+    }
+  }
+  return b.finish();
+}
+
+void checkIndex(const std::string& log, uint64_t interval, size_t minCheckpoints) {
+  ReplayOptions o;
+  o.checkpointEvents = interval;
+  o.notes = nullptr;
+  {
+    Replay r(log, o);
+    REQUIRE(r.index().built);
+  }
+  uint64_t logBytes = fs::file_size(log), indexBytes = fs::file_size(log + ".hmx");
+  INFO("log " << logBytes << " bytes, index " << indexBytes << " bytes");
+  CHECK(indexBytes * 10 <= logBytes);
+  Replay r(log, o);
+  REQUIRE_FALSE(r.index().built);
+  CHECK(r.index().checkpoints >= minCheckpoints);
+  ReplayOptions plain = o;
+  plain.useIndex = false;
+  Replay full(log, plain);
+  // Seeks through the loaded index, backwards and forwards, equal replays from the start.
+  uint64_t first = r.tables().firstSeq, end = r.tables().endSeq;
+  for (uint64_t k : {9, 3, 7, 1, 10, 5, 0}) {
+    uint64_t at = first + (end - first) * k / 10;
+    r.seek(at);
+    full.replayFromStart(at);
+    INFO("seek to seq " << at);
+    REQUIRE(engineState(r) == engineState(full));
+    REQUIRE(r.counters() == full.counters());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("index of a growing bdwgc heap stays under a tenth of its log", "[replay][index]") {
+  Dir dir;
+  std::string log = (dir.path / "grow.hml").string();
+  writeFile(log, growingHeap(400'000, 20'000));
+  checkIndex(log, 20'000, 0);
+}
+
+TEST_CASE("index of a malloc churn stays under a tenth of its log and keeps its checkpoints",
+          "[replay][index]") {
+  Dir dir;
+  std::string log = (dir.path / "churn.hml").string();
+  writeFile(log, churn(600'000));
+  checkIndex(log, 20'000, 10);
+}
