@@ -25,6 +25,7 @@
 #include "heapman/logformat/format.h"
 #include "descriptors.h"
 #include "modules.h"
+#include "unwind.h"
 
 extern "C" int __libc_start_main(int (*)(int, char**, char**), int, char**, void (*)(void),
                                  void (*)(void), void (*)(void), void*);
@@ -410,20 +411,34 @@ RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, c
 void classifyModules() {
   // Writers only (start-up, dlopen/dlclose hooks): serialize them. Readers take no lock.
   while (g.framelessLock.exchange(true, std::memory_order_acquire)) sched_yield();
+  struct Scan {
+    bool seen[State::kMaxFrameless] = {};
+    bool changed = false;
+  } scan;
   dl_iterate_phdr(
-      [](dl_phdr_info* pi, size_t, void*) -> int {
+      [](dl_phdr_info* pi, size_t, void* arg) -> int {
+        auto& seen = *static_cast<Scan*>(arg);
         CodeRange found[8];
-        uint32_t got = framelessRanges(pi, found, 8);
+        uintptr_t eh = 0;
+        uint32_t got = framelessRanges(pi, found, 8, &eh);
         for (uint32_t i = 0; i < got; ++i) {
           auto [low, high] = found[i];
           if (low < g.selfHigh && high > g.selfLow) continue;  // our frames are skipped anyway
           uint32_t count = g.framelessCount.load(std::memory_order_relaxed);
-          bool known = false;
-          for (uint32_t k = 0; k < count && !known; ++k)
-            known = g.frameless[k].low == low && g.frameless[k].high == high;
-          if (known) continue;
+          uint32_t known = count;
+          for (uint32_t k = 0; k < count && known == count; ++k)
+            if (g.frameless[k].low == low && g.frameless[k].high == high) known = k;
+          if (known < count) {
+            seen.seen[known] = true;
+            if (g.framelessEh[known].exchange(eh, std::memory_order_relaxed) != eh)
+              seen.changed = true;
+            continue;
+          }
           if (count == State::kMaxFrameless) return 1;  // full: later modules keep the FP walk
           g.frameless[count] = {low, high};
+          g.framelessEh[count].store(eh, std::memory_order_relaxed);
+          seen.seen[count] = true;
+          seen.changed = true;
           if (low < g.framelessLow.load(std::memory_order_relaxed))
             g.framelessLow.store(low, std::memory_order_relaxed);
           if (high > g.framelessHigh.load(std::memory_order_relaxed))
@@ -432,27 +447,18 @@ void classifyModules() {
         }
         return 0;
       },
-      nullptr);
+      &scan);
+  // Modules unloaded since: no rules from their (unmapped) tables; cached rules may describe
+  // code that is gone, or lie where a new module now is.
+  uint32_t count = g.framelessCount.load(std::memory_order_relaxed);
+  for (uint32_t k = 0; k < count; ++k)
+    if (!scan.seen[k] && g.framelessEh[k].exchange(0, std::memory_order_relaxed) != 0)
+      scan.changed = true;
+  if (scan.changed) clearFrameRules();
   g.framelessLock.store(false, std::memory_order_release);
 }
 
 namespace {
-// True when a frame other than the outermost lies in a module without frame pointers: that
-// function did not push a frame, so the walk skipped its caller. Few ranges, one bounds test
-// for most frames (the main program usually lies below every shared library).
-inline bool throughFrameless(const uint64_t* frames, uint32_t n) {
-  uint32_t count = g.framelessCount.load(std::memory_order_acquire);
-  if (count == 0) return false;
-  uintptr_t low = g.framelessLow.load(std::memory_order_relaxed);
-  uintptr_t high = g.framelessHigh.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i + 1 < n; ++i) {
-    if (frames[i] < low || frames[i] >= high) continue;
-    for (uint32_t k = 0; k < count; ++k)
-      if (frames[i] >= g.frameless[k].low && frames[i] < g.frameless[k].high) return true;
-  }
-  return false;
-}
-
 // libunwind's walk from here, the recorder's own frames skipped.
 uint32_t dwarfStack(uint64_t* out, uint32_t max) {
   void* buf[kMaxFrames + 16];
@@ -474,58 +480,99 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   if (memo) memo->count = 0;
   if (g.unwind == State::Unwind::kDwarf) return dwarfStack(out, max);
   auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  uintptr_t low = fp;
-  uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
+  const uintptr_t low = fp;
+  const uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
   // Start at the hook's frame when given (one above ours on this stack), past the frames between.
   if (auto start = reinterpret_cast<uintptr_t>(from); start > fp && start < high) fp = start;
   uint32_t n = 0;
   bool inSelf = true;  // skip the recorder's own frames at the leaf
-  // Whether a frame but the outermost lies within the bounds of the frameless modules
-  // (throughFrameless then looks closer): tested as the walk goes, off its chain of loads, one
-  // frame late (`prev`), so the outermost frame is never tested.
-  uint32_t framelessCount = g.framelessCount.load(std::memory_order_acquire);
+  // Frames inside the frameless modules' bounds ask frameRule (unwind.h): most return addresses
+  // of a program built with frame pointers lie outside them (one compare). --unwind fp: none do.
+  const uint32_t framelessCount = g.framelessCount.load(std::memory_order_acquire);
+  const uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
+  const uintptr_t flSpan = framelessCount && g.unwind == State::Unwind::kAuto
+                               ? g.framelessHigh.load(std::memory_order_relaxed) - flLow
+                               : 0;
   // The walk's reads, for a replay (ring.h, StackMemo): kept only when it has a start of its own
-  // and stack bounds that do not depend on where this function's frame is.
+  // and stack bounds that do not depend on where this function's frame is. The walk is a
+  // function of its start and of the words it read (the rules depend only on return addresses).
   if (!t_stackHigh || fp != reinterpret_cast<uintptr_t>(from)) memo = nullptr;
   uint32_t nreads = 0;
-  uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
-  uintptr_t flSpan = framelessCount ? g.framelessHigh.load(std::memory_order_relaxed) - flLow : 0;
-  uintptr_t prev = 0;  // (0 - flLow) wraps above any span
-  bool nearFrameless = false;
-  // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
-  while (n < max && fp >= low && high >= 16 && fp <= high - 16 && (fp & 7) == 0) {
-    auto* frame = reinterpret_cast<const uintptr_t*>(fp);
+  auto remember = [&](uintptr_t at) {
+    if (!memo) return;
+    if (nreads == kMemoFrames) {
+      memo = nullptr;  // too deep to keep
+      return;
+    }
+    const auto* w = reinterpret_cast<const uintptr_t*>(at);
+    memo->fp[nreads] = at;
+    memo->words[nreads++] = {w[0], w[1]};
+  };
+  // A whole chain ends where the code that called main or started the thread ends it: a rule
+  // whose return address is undefined (_start, clone3), a frame pointer of 0 (what _start
+  // leaves), or, when libc's frames are not stepped by rule, a walk that stops in libc (which
+  // keeps no frame pointers). A chain that breaks anywhere else goes to libunwind.
+  bool whole = false, stepped = false;
+  uintptr_t sp = low;  // the lowest address the next frame may start at
+  while (n < max) {
+    // A frame-pointer step: fp is a frame (saved rbp, return address).
+    // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
+    if (fp < sp || high < 16 || fp > high - 16 || (fp & 7) != 0) {
+      whole = fp == 0 || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
+      break;
+    }
+    remember(fp);
+    const auto* frame = reinterpret_cast<const uintptr_t*>(fp);
     uintptr_t ret = frame[1];
-    if (memo) {
-      if (nreads == kMemoFrames) {
-        memo = nullptr;  // too deep to keep
+    sp = fp + 16;  // the caller's stack pointer after the return
+    fp = frame[0];
+    // Rule steps while the return address lies in frameless code: the function there kept no
+    // frame, so its caller's frame is found from its CFA (rsp or rbp plus an offset).
+    bool fpStep = false;
+    while (!fpStep) {
+      if (ret < 4096) goto done;
+      if (inSelf && ret >= g.selfLow && ret < g.selfHigh) {
+        // still inside libheapman_preload.so
       } else {
-        memo->fp[nreads] = fp;
-        memo->words[nreads++] = {frame[0], ret};
+        inSelf = false;
+        out[n++] = ret;
+        if (n == max) {
+          whole = true;
+          goto done;
+        }
+      }
+      if (ret - flLow >= flSpan) break;
+      FrameRule rule = frameRule(ret);
+      switch (rule.kind) {
+        case FrameRule::kRsp:
+        case FrameRule::kRbp: {
+          uintptr_t cfa = (rule.kind == FrameRule::kRsp ? sp : fp) + rule.cfaOffset;
+          if (cfa < sp + 16 || cfa - 16 < low || cfa > high || (cfa & 7) != 0 ||
+              cfa - 8 * rule.rbpSlot < low)
+            goto done;
+          remember(cfa - 16);  // the return address and the word below it
+          if (rule.rbpSlot > 2) remember(cfa - 8 * rule.rbpSlot);
+          ret = reinterpret_cast<const uintptr_t*>(cfa)[-1];
+          if (rule.rbpSlot) fp = reinterpret_cast<const uintptr_t*>(cfa)[-int{rule.rbpSlot}];
+          sp = cfa;
+          stepped = true;
+          break;
+        }
+        case FrameRule::kEnd:
+          whole = true;
+          goto done;
+        case FrameRule::kUnknown:
+        case FrameRule::kNone:
+          goto done;
+        case FrameRule::kFramePointer:
+          fpStep = true;
+          break;
       }
     }
-    if (ret < 4096) break;
-    if (inSelf && ret >= g.selfLow && ret < g.selfHigh) {
-      // still inside libheapman_preload.so
-    } else {
-      inSelf = false;
-      nearFrameless |= prev - flLow < flSpan;
-      prev = ret;
-      out[n++] = ret;
-    }
-    uintptr_t next = frame[0];
-    if (next <= fp) break;  // frames grow towards higher addresses; anything else is not a chain
-    fp = next;
   }
-  // A whole chain reaches the code that called main or started the thread, both in libc (which
-  // keeps no frame pointers, so the walk ends there). Anything else means code without frame
-  // pointers broke the chain: unwind with DWARF information instead (libunwind), slower but right.
-  // A whole chain can still miss frames: a function without frame pointers that leaves the
-  // register alone (operator new in Debian's libstdc++) hides its caller. Its module is known
-  // (classifyModules), so a chain through one is taken again with libunwind too.
-  bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
-  if (g.unwind == State::Unwind::kFramePointers ||
-      (whole && (!nearFrameless || !throughFrameless(out, n)))) {
+  if (n == max) whole = true;
+done:
+  if (g.unwind == State::Unwind::kFramePointers || whole) {
     if (memo) {
       memo->start = reinterpret_cast<uintptr_t>(from);
       memo->frameless = framelessCount;
@@ -535,6 +582,7 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
     }
     return n;
   }
+  g.unwindFallbacks.fetch_add(1, std::memory_order_relaxed);
   return dwarfStack(out, max);
 }
 

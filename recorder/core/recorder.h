@@ -110,11 +110,17 @@ struct State {
   // only widen, and are stored before the count). Writers take framelessLock (off the event
   // path; a fork child clears it). A module unloaded keeps its slot: at worst a later module
   // there is unwound with libunwind needlessly. Full: further modules are not recorded.
+  // framelessEh[k]: the .eh_frame_hdr of frameless[k]'s module (unwind.h reads its rules), 0
+  // once the module is unloaded (its frames then go to libunwind).
   static constexpr uint32_t kMaxFrameless = 64;
   CodeRange frameless[kMaxFrameless] = {};
+  std::atomic<uintptr_t> framelessEh[kMaxFrameless] = {};
   std::atomic<uint32_t> framelessCount{0};
   std::atomic<uintptr_t> framelessLow{UINTPTR_MAX}, framelessHigh{0};
   std::atomic<bool> framelessLock{false};
+  // Stacks that --unwind auto handed to libunwind, and return addresses whose unwind rule was
+  // not cached yet (unwind.h): rare events, counted for HEAPMAN_STATS.
+  std::atomic<uint64_t> unwindFallbacks{0}, ruleMisses{0};
   char output[4096] = {};               // this process's log (core/descriptors.h has its fd)
   // The log heaprec was asked for: the process heaprec started writes it; every other process
   // (a fork child, a program executed with --follow-exec) writes BASE.PID or BASE.PID.exec.
