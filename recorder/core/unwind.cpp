@@ -8,34 +8,16 @@ namespace heapman::rec {
 
 namespace {
 
-// The cache: 2^16 words, two ways (the home slot h and h ^ 1). A word holds the rule and enough
-// of the return address to tell it apart from every other that can land there:
-//   bits 63..33  ret >> 16 (user-space addresses are below 2^47)
-//   bit  32      way: 1 when the word lies in slot h ^ 1 of its home h
-//   bits 31..29  FrameRule::Kind (never kNone in a filled word)
-//   bits 28..21  rbpSlot
-//   bits 20..0   cfaOffset / 8
-// The home slot mixes the high bits into the low ones, so that the high bits and the slot
-// together give back the whole address. Written and read with relaxed single-word accesses: a
-// reader sees an old rule or a new one, never half of each.
-constexpr uint32_t kRuleBits = 16;
-constexpr uint64_t kRuleMask = (uint64_t{1} << kRuleBits) - 1;
-constexpr uint32_t kMaxCfaOffset = (1u << 21) * 8;
-std::atomic<uint64_t> rules[uint64_t{1} << kRuleBits];
 std::atomic<bool> rulesUsed{false};  // clearFrameRules leaves an untouched table untouched
 
-inline uint64_t homeOf(uintptr_t ret) { return (ret ^ (ret >> 16) ^ (ret >> 32)) & kRuleMask; }
-
-inline FrameRule decode(uint64_t w) {
+FrameRule unknown() {
   FrameRule r;
-  r.kind = static_cast<FrameRule::Kind>((w >> 29) & 7);
-  r.rbpSlot = static_cast<uint8_t>((w >> 21) & 0xff);
-  r.cfaOffset = static_cast<uint32_t>(w & 0x1fffff) * 8;
+  r.kind = FrameRule::kUnknown;
   return r;
 }
 
 inline uint64_t encode(uintptr_t ret, uint64_t way, const FrameRule& r) {
-  return (uint64_t{ret >> 16} << 33) | (way << 32) | (uint64_t{r.kind} << 29) |
+  return (uint64_t{ret >> 14} << 31) | (way << 30) | (uint64_t{r.kind} << 27) |
          (uint64_t{r.rbpSlot} << 21) | (r.cfaOffset / 8);
 }
 
@@ -265,12 +247,6 @@ bool execute(Program& s, const uint8_t* p, const uint8_t* end) {
   return p != nullptr;
 }
 
-FrameRule unknown() {
-  FrameRule r;
-  r.kind = FrameRule::kUnknown;
-  return r;
-}
-
 }  // namespace
 
 // .eh_frame_hdr: u8 version 1, u8 eh_frame_ptr_enc, u8 fde_count_enc (udata4), u8 table_enc
@@ -371,10 +347,11 @@ FrameRule parseFrameRule(uintptr_t ehHdr, uintptr_t pc) {
     return r;
   }
   if ((row.cfaReg != kRsp && row.cfaReg != kRbp) || row.ra != Row::kAt || row.raAt != -8 ||
-      row.cfaOffset < 16 || row.cfaOffset % 8 != 0 || row.cfaOffset >= kMaxCfaOffset)
+      row.cfaOffset < 16 || row.cfaOffset % 8 != 0 || row.cfaOffset >= rules::kMaxCfaOffset)
     return unknown();
   if (row.rbp == Row::kAt) {
-    if (row.rbpAt > -16 || row.rbpAt % 8 != 0 || row.rbpAt < -8 * 255) return unknown();
+    if (row.rbpAt > -16 || row.rbpAt % 8 != 0 || row.rbpAt < -8 * int64_t{rules::kMaxSlot})
+      return unknown();
     r.rbpSlot = static_cast<uint8_t>(-row.rbpAt / 8);
   } else if (row.rbp != Row::kSame) {
     return unknown();
@@ -384,15 +361,11 @@ FrameRule parseFrameRule(uintptr_t ehHdr, uintptr_t pc) {
   return r;
 }
 
-FrameRule frameRule(uintptr_t ret) {
-  if (ret >> 47) return unknown();
-  const uint64_t h = homeOf(ret);
-  const uint64_t tag = uint64_t{ret >> 16} << 1;
-  uint64_t w0 = rules[h].load(std::memory_order_relaxed);
-  if ((w0 >> 32) == tag) return decode(w0);
-  uint64_t w1 = rules[h ^ 1].load(std::memory_order_relaxed);
-  if ((w1 >> 32) == (tag | 1)) return decode(w1);
+namespace rules {
+std::atomic<uint64_t> table[uint64_t{1} << kBits];
 
+FrameRule miss(uintptr_t ret, uint64_t h, uint64_t w0, uint64_t w1) {
+  if (ret >> 47) return unknown();
   // A miss: which module, then its call-frame information.
   g.ruleMisses.fetch_add(1, std::memory_order_relaxed);
   FrameRule r;
@@ -406,15 +379,16 @@ FrameRule frameRule(uintptr_t ret) {
     }
   if (!rulesUsed.load(std::memory_order_relaxed)) rulesUsed.store(true, std::memory_order_relaxed);
   if (w0 == 0 || w1 != 0)
-    rules[h].store(encode(ret, 0, r), std::memory_order_relaxed);
+    table[h].store(encode(ret, 0, r), std::memory_order_relaxed);
   else
-    rules[h ^ 1].store(encode(ret, 1, r), std::memory_order_relaxed);
+    table[h ^ 1].store(encode(ret, 1, r), std::memory_order_relaxed);
   return r;
 }
+}  // namespace rules
 
 void clearFrameRules() {
   if (!rulesUsed.load(std::memory_order_relaxed)) return;
-  for (auto& w : rules) w.store(0, std::memory_order_relaxed);
+  for (auto& w : rules::table) w.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace heapman::rec
