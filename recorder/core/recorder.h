@@ -173,8 +173,14 @@ inline void commit(Ring* r, RawEvent* e) {
 // the walk does not pass the hook's own frames; null: here.
 // `memo`: receives what the walk read, for a later replay (ring.h, StackMemo); count 0 when it
 // cannot be replayed.
+// `prev`, `prevFrames`, `prevCount`: an earlier walk of this thread (its memo, count > 0) and
+// the frames it took. Where this walk reaches a state that walk was in (same stack pointer,
+// frame pointer and return address) and every word that walk read after it is unchanged, the
+// rest of the stack is that walk's rest: copied, not walked (stacks often share their outer
+// frames).
 uint32_t captureStack(uint64_t* out, uint32_t max, const void* from = nullptr,
-                      StackMemo* memo = nullptr);
+                      StackMemo* memo = nullptr, const StackMemo* prev = nullptr,
+                      const uint64_t* prevFrames = nullptr, uint32_t prevCount = 0);
 
 // Classifies every loaded module as keeping frame pointers or not (framelessRanges) and adds the
 // code ranges of those that do not to g.frameless, once each. At start-up and after

@@ -106,6 +106,12 @@ struct StackMemo {
   struct alignas(16) Words {
     uint64_t next, ret;      // the two words at fp (saved frame pointer, return address)
   } words[kMemoFrames];
+  // The walk's state after the step whose last read is entry i (captureStack resumes a later
+  // walk that reaches the same state from here): stack pointer (0: no step ends at i, or still
+  // in the recorder's frames), frame pointer, the return address about to be taken, and the
+  // frames taken before it (bit 15: a rule step came before).
+  uint64_t stateSp[kMemoFrames], stateFp[kMemoFrames], stateRet[kMemoFrames];
+  uint16_t stateN[kMemoFrames];
 };
 inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 
