@@ -102,9 +102,9 @@ struct State {
   enum class Unwind : uint8_t { kFramePointers, kAuto, kDwarf };
   Unwind unwind = Unwind::kAuto;
   // Code ranges of modules built without frame pointers (framelessRanges, modules.h),
-  // found when modules are scanned (start-up, after dlopen). With kAuto a stack with a frame in
-  // one of them (other than the outermost) is taken with libunwind: such a function does not
-  // push a frame, so the walk misses its caller. Append-only: a slot is written, then published
+  // found when modules are scanned (start-up, after dlopen). With kAuto the walk steps through
+  // a frame in one of them by its unwind rule (unwind.h): such a function does not push a
+  // frame, so following rbp would miss its caller. Append-only: a slot is written, then published
   // by the release store of framelessCount; readers (any hook) load the count with acquire and
   // read the slots below it, no lock. framelessLow/High bound them all (a cheap first test; they
   // only widen, and are stored before the count). Writers take framelessLock (off the event
@@ -166,9 +166,10 @@ inline void commit(Ring* r, RawEvent* e) {
 }
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.
-// Frame-pointer walk, bounded by the thread's stack (never faults); where code without frame
-// pointers breaks the chain, or the walk passed through a frameless module (g.frameless),
-// libunwind (DWARF) instead.
+// Frame-pointer walk, bounded by the thread's stack (never faults), that steps through frames
+// of frameless modules (g.frameless) by their unwind rules (unwind.h, --unwind auto); where
+// neither can go on before the outermost frame (a rule it does not follow, code without frame
+// pointers outside those modules), libunwind (DWARF) instead.
 // `from`: a frame of the caller's to start at (its return address is the first frame), so that
 // the walk does not pass the hook's own frames; null: here.
 // `memo`: receives what the walk read, for a later replay (ring.h, StackMemo); count 0 when it
