@@ -538,6 +538,9 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   // this walk's memo, and resumes `pm` when it was in the same state. True when resumed (the
   // frames are then complete and the chain whole).
   auto resume = [&](uintptr_t ret) -> bool {
+    // Only where a rule step would follow: a frame-pointer step costs less than the notes (the
+    // walks of a program built with frame pointers resume where they reach libc).
+    if (ret - flLow >= flSpan) return false;
     const uint16_t nTag = static_cast<uint16_t>(n | (stepped ? 0x8000u : 0));
     if (memo && nreads) {
       memo->stateSp[nreads - 1] = inSelf ? 0 : sp;
