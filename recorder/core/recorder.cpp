@@ -317,6 +317,14 @@ void recordModules() {
 }
 
 namespace {
+// What a walk depends on besides its start and the words it reads, as a number that changes
+// when they do (StackMemo::frameless): the frameless modules and the entry return addresses
+// (State::entryRets), both only ever added to.
+inline uint32_t walkConstants() {
+  return g.framelessCount.load(std::memory_order_acquire) |
+         g.entryCount.load(std::memory_order_acquire) << 16;
+}
+
 // The stack-cache flags for an event with these frames (ring.h, kSameStack): kSameStack and the
 // slot when this thread recorded the same stack recently (the event then carries no frames),
 // else the slot where the frames are now kept (the event carries them).
@@ -345,7 +353,7 @@ uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
 // The slot whose walk a walk from `start` would repeat exactly (ring.h, StackMemo), or -1. The
 // last slot used first.
 int replaySlot(const Ring* r, uintptr_t start) {
-  uint32_t frameless = g.framelessCount.load(std::memory_order_acquire);
+  uint32_t frameless = walkConstants();
   for (uint32_t i = 0; i < kStackSlots; ++i) {
     uint32_t k = i == 0 ? r->lastSlot : (i == r->lastSlot ? 0 : i);
     const StackMemo& m = r->memos[r->slotMemo[k]];
@@ -478,6 +486,35 @@ uint32_t dwarfStack(uint64_t* out, uint32_t max) {
 }
 }  // namespace
 
+namespace {
+bool isEntry(uintptr_t ret, uint32_t entries) {
+  for (uint32_t k = 0; k < entries && k < State::kMaxEntries; ++k)
+    if (g.entryRets[k].load(std::memory_order_relaxed) == ret) return true;
+  return false;
+}
+
+// After a walk that went to the end of the start code (an undefined return address, or a frame
+// pointer of 0) through rule steps: the first frame of its last run of libc frames (the frame
+// past a run's end may be _start, in the program) is where the thread's code begins.
+void learnEntry(const uint64_t* out, uint32_t n) {
+  auto inLibc = [](uint64_t f) { return f >= g.libcLow && f < g.libcHigh; };
+  uint32_t k = n;
+  if (k > 0 && !inLibc(out[k - 1])) --k;  // _start
+  if (k == 0 || !inLibc(out[k - 1])) return;
+  while (k > 1 && inLibc(out[k - 2])) --k;
+  if (k == 1) return;  // all libc: no caller to begin with (a thread libc itself started)
+  const uintptr_t entry = out[k - 1];
+  for (uint32_t s = 0; s < State::kMaxEntries; ++s) {
+    uintptr_t seen = 0;
+    if (g.entryRets[s].compare_exchange_strong(seen, entry, std::memory_order_relaxed)) {
+      g.entryCount.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    if (seen == entry) return;
+  }
+}
+}  // namespace
+
 __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, const void* from,
                                                 StackMemo* memo, const StackMemo* prev,
                                                 const uint64_t* prevFrames, uint32_t prevCount) {
@@ -492,7 +529,9 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   bool inSelf = true;  // skip the recorder's own frames at the leaf
   // Frames inside the frameless modules' bounds ask frameRule (unwind.h): most return addresses
   // of a program built with frame pointers lie outside them (one compare). --unwind fp: none do.
-  const uint32_t framelessCount = g.framelessCount.load(std::memory_order_acquire);
+  const uint32_t constants = walkConstants();
+  const uint32_t framelessCount = constants & 0xffff;
+  const uint32_t entries = constants >> 16;
   const uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
   const uintptr_t flSpan = framelessCount && g.unwind == State::Unwind::kAuto
                                ? g.framelessHigh.load(std::memory_order_relaxed) - flLow
@@ -524,12 +563,13 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   // leaves), or, when libc's frames are not stepped by rule, a walk that stops in libc (which
   // keeps no frame pointers). A chain that breaks anywhere else goes to libunwind.
   bool whole = false;
+  bool startCode = false;  // the walk went through the start code to its end (learnEntry)
   uint32_t stepped = 0;  // a rule step came before (a word: see word())
   uintptr_t sp = low;  // the lowest address the next frame may start at
   // Resuming `prev` (header comment): its states in stack order, the next one to compare at pj.
   // Both walks must agree on whether a rule step came before (a chain that stops in libc is
   // whole only without one). Off when the walk's constants differ (the frameless modules).
-  const StackMemo* pm = prev && prevFrames && prev->count && prev->frameless == framelessCount &&
+  const StackMemo* pm = prev && prevFrames && prev->count && prev->frameless == constants &&
                                 t_stackHigh && flSpan
                             ? prev
                             : nullptr;
@@ -586,7 +626,8 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
     // A frame-pointer step: fp is a frame (saved rbp, return address).
     // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
     if (fp < sp || high < 16 || fp > high - 16 || (fp & 7) != 0) {
-      whole = fp == 0 || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
+      startCode = fp == 0;
+      whole = startCode || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
       break;
     }
     uintptr_t ret = word(fp + 8);
@@ -607,6 +648,10 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
         out[n++] = ret;
         if (n == max) {
           whole = true;
+          goto done;
+        }
+        if (entries && ret - g.libcLow < g.libcHigh - g.libcLow && isEntry(ret, entries)) {
+          whole = true;  // libc's start code from here on
           goto done;
         }
       }
@@ -635,17 +680,18 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
       } else if (rule.kind == FrameRule::kFramePointer) {
         fpStep = true;
       } else {
-        whole = rule.kind == FrameRule::kEnd;  // else kUnknown: libunwind
+        whole = startCode = rule.kind == FrameRule::kEnd;  // else kUnknown: libunwind
         goto done;
       }
     }
   }
   if (n == max) whole = true;
 done:
+  if (startCode && stepped) learnEntry(out, n);
   if (g.unwind == State::Unwind::kFramePointers || whole) {
     if (memo) {
       memo->start = reinterpret_cast<uintptr_t>(from);
-      memo->frameless = framelessCount;
+      memo->frameless = constants;
       memo->count = nreads;
       // Pad to a multiple of four for replaySlot: entries that read their own words.
       for (uint32_t i = nreads; i % 4; ++i) memo->fp[i] = reinterpret_cast<uintptr_t>(&memo->words[i]);

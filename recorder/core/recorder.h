@@ -118,6 +118,15 @@ struct State {
   std::atomic<uint32_t> framelessCount{0};
   std::atomic<uintptr_t> framelessLow{UINTPTR_MAX}, framelessHigh{0};
   std::atomic<bool> framelessLock{false};
+  // Return addresses where a thread's code begins (inside __libc_start_call_main after its call
+  // of main, inside start_thread after its call of the thread's function): a walk stops there,
+  // as the frame-pointer walk always did, instead of stepping through libc's start code to
+  // _start or clone3 (two more frames on every stack for nothing). Learnt from the first walks
+  // that reach the end of the start code (captureStack); slots filled by compare-exchange, never
+  // emptied. entryCount is part of a walk's constants (StackMemo::frameless).
+  static constexpr uint32_t kMaxEntries = 8;
+  std::atomic<uintptr_t> entryRets[kMaxEntries] = {};
+  std::atomic<uint32_t> entryCount{0};
   // Stacks that --unwind auto handed to libunwind, and return addresses whose unwind rule was
   // not cached yet (unwind.h): rare events, counted for HEAPMAN_STATS.
   std::atomic<uint64_t> unwindFallbacks{0}, ruleMisses{0};

@@ -101,7 +101,7 @@ inline constexpr uint32_t kMemoFrames = 64;  // a multiple of 4 (replaySlot comp
 struct StackMemo {
   uint64_t start = 0;       // the frame the walk started at
   uint32_t count = 0;       // frames read; 0: nothing to replay
-  uint32_t frameless = 0;   // State::framelessCount at the time
+  uint32_t frameless = 0;   // walkConstants() at the time (recorder.cpp)
   uint64_t fp[kMemoFrames];  // the frames' addresses
   struct alignas(16) Words {
     uint64_t next, ret;      // the two words at fp (saved frame pointer, return address)
