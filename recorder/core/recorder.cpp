@@ -495,23 +495,25 @@ bool isEntry(uintptr_t ret, uint32_t entries) {
 
 // After a walk that went to the end of the start code (an undefined return address, or a frame
 // pointer of 0) through rule steps: the first frame of its last run of libc frames (the frame
-// past a run's end may be _start, in the program) is where the thread's code begins.
-void learnEntry(const uint64_t* out, uint32_t n) {
+// past a run's end may be _start, in the program) is where the thread's code begins. Returns the
+// frames up to it (this walk's stack ends there too, like every later one), or n.
+uint32_t learnEntry(const uint64_t* out, uint32_t n) {
   auto inLibc = [](uint64_t f) { return f >= g.libcLow && f < g.libcHigh; };
   uint32_t k = n;
   if (k > 0 && !inLibc(out[k - 1])) --k;  // _start
-  if (k == 0 || !inLibc(out[k - 1])) return;
+  if (k == 0 || !inLibc(out[k - 1])) return n;
   while (k > 1 && inLibc(out[k - 2])) --k;
-  if (k == 1) return;  // all libc: no caller to begin with (a thread libc itself started)
+  if (k == 1) return n;  // all libc: no caller to begin with (a thread libc itself started)
   const uintptr_t entry = out[k - 1];
   for (uint32_t s = 0; s < State::kMaxEntries; ++s) {
     uintptr_t seen = 0;
     if (g.entryRets[s].compare_exchange_strong(seen, entry, std::memory_order_relaxed)) {
       g.entryCount.fetch_add(1, std::memory_order_release);
-      return;
+      return k;
     }
-    if (seen == entry) return;
+    if (seen == entry) return k;
   }
+  return n;  // no slot left: this thread's stacks keep the start code
 }
 }  // namespace
 
@@ -687,7 +689,8 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   }
   if (n == max) whole = true;
 done:
-  if (startCode && stepped) learnEntry(out, n);
+  // The memo's constants no longer hold after learning: it is never replayed.
+  if (startCode && stepped) n = learnEntry(out, n);
   if (g.unwind == State::Unwind::kFramePointers || whole) {
     if (memo) {
       memo->start = reinterpret_cast<uintptr_t>(from);
