@@ -97,6 +97,9 @@ TEST_CASE("backtraces: allocations made inside libc name the function that calle
         CHECK(inside(frames[q], next));
         ++q;
       }
+      // Then main and libc's __libc_start_call_main, where the stack ends: the walk stops at
+      // the thread's entry frame, not in libc's start code below it (_start).
+      CHECK(frames.size() == q + 2);
     }
     if (std::string(phase.name) == "qsort")
       CHECK(allocs == sorted);
