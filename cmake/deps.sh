@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages HeapMan needs to build, test and run, skipping those already present.
-# Usage: cmake/deps.sh [build|test]   (test adds what the test suite needs: clang for the fuzzer)
+# Usage: cmake/deps.sh [build|test|bench]   (test adds what the test suite needs: clang for the
+# fuzzer; bench what bench/ records and compares with: sqlite3, heaptrack, w3m)
 set -euo pipefail
 
 packages=(
@@ -14,6 +15,10 @@ packages=(
 if [ "${1:-build}" = test ]; then
   # clang: the fuzzer; python3: the CLI tests parse JSON; guile, ecl: real bdwgc programs to record
   packages+=(clang-14 libclang-rt-14-dev python3 guile-3.0 ecl)
+fi
+if [ "${1:-build}" = bench ]; then
+  # Real programs without frame pointers to record (run_unwind_bench.sh), and the peer profiler
+  packages+=(sqlite3 heaptrack w3m)
 fi
 
 missing=()

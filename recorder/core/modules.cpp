@@ -262,7 +262,7 @@ Vote votes(const dl_phdr_info* pi, uintptr_t fde) {
 // .eh_frame_hdr (LSB, "Exception Frame Header"): u8 version (1), u8 eh_frame_ptr_enc,
 // u8 fde_count_enc, u8 table_enc, eh_frame_ptr (eh_frame_ptr_enc), fde_count (fde_count_enc),
 // then fde_count pairs (initial_location, fde address) sorted by location, each table_enc.
-uint32_t framelessRanges(const dl_phdr_info* pi, CodeRange* out, uint32_t max) {
+uint32_t framelessRanges(const dl_phdr_info* pi, CodeRange* out, uint32_t max, uintptr_t* ehHdr) {
   const ElfW(Phdr)* hdr = nullptr;
   for (int i = 0; i < pi->dlpi_phnum; ++i)
     if (pi->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) hdr = &pi->dlpi_phdr[i];
@@ -306,6 +306,7 @@ uint32_t framelessRanges(const dl_phdr_info* pi, CodeRange* out, uint32_t max) {
     if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
     out[n++] = {pi->dlpi_addr + ph.p_vaddr, pi->dlpi_addr + ph.p_vaddr + ph.p_memsz};
   }
+  if (ehHdr) *ehHdr = base;
   return n;
 }
 

@@ -33,7 +33,9 @@ std::map<uint64_t, log::ModuleLoad> deserializeModules(const uint8_t* data, size
 // also when the module has no such table or one in an encoding this does not read
 // (other than datarel|sdata4 pairs with a udata4 count): such modules count as keeping them.
 // Does not allocate, lock or fault (every byte read lies inside one of the module's PT_LOADs).
+// `ehHdr`, when given and the module is frameless: its .eh_frame_hdr (parseFrameRule, unwind.h).
 inline constexpr uint32_t kFramePointerSamples = 256;
-uint32_t framelessRanges(const dl_phdr_info* pi, CodeRange* out, uint32_t max);
+uint32_t framelessRanges(const dl_phdr_info* pi, CodeRange* out, uint32_t max,
+                         uintptr_t* ehHdr = nullptr);
 
 }  // namespace heapman::rec

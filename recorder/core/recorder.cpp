@@ -25,6 +25,7 @@
 #include "heapman/logformat/format.h"
 #include "descriptors.h"
 #include "modules.h"
+#include "unwind.h"
 
 extern "C" int __libc_start_main(int (*)(int, char**, char**), int, char**, void (*)(void),
                                  void (*)(void), void (*)(void), void*);
@@ -316,6 +317,14 @@ void recordModules() {
 }
 
 namespace {
+// What a walk depends on besides its start and the words it reads, as a number that changes
+// when they do (StackMemo::frameless): the frameless modules and the entry return addresses
+// (State::entryRets), both only ever added to.
+inline uint32_t walkConstants() {
+  return g.framelessCount.load(std::memory_order_acquire) |
+         g.entryCount.load(std::memory_order_acquire) << 16;
+}
+
 // The stack-cache flags for an event with these frames (ring.h, kSameStack): kSameStack and the
 // slot when this thread recorded the same stack recently (the event then carries no frames),
 // else the slot where the frames are now kept (the event carries them).
@@ -344,7 +353,7 @@ uint16_t cacheStack(Ring* r, const uint64_t* frames, uint32_t n) {
 // The slot whose walk a walk from `start` would repeat exactly (ring.h, StackMemo), or -1. The
 // last slot used first.
 int replaySlot(const Ring* r, uintptr_t start) {
-  uint32_t frameless = g.framelessCount.load(std::memory_order_acquire);
+  uint32_t frameless = walkConstants();
   for (uint32_t i = 0; i < kStackSlots; ++i) {
     uint32_t k = i == 0 ? r->lastSlot : (i == r->lastSlot ? 0 : i);
     const StackMemo& m = r->memos[r->slotMemo[k]];
@@ -398,7 +407,10 @@ RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, c
       return beginWithSlot(r, kind, heap, static_cast<uint32_t>(k), extraLen, 0);
   uint64_t frames[kMaxFrames];
   StackMemo& memo = r->memos[r->memoSpare];
-  uint32_t n = captureStack(frames, g.depth, from, &memo);
+  const uint32_t last = r->lastSlot;
+  const StackMemo* prev = r->slotUsed[last] ? &r->memos[r->slotMemo[last]] : nullptr;
+  uint32_t n = captureStack(frames, g.depth, from, &memo, prev, r->slotFrames[last],
+                            r->slotCount[last]);
   RawEvent* e = beginWithFrames(r, kind, heap, frames, n, extraLen, 0);
   if (e && memo.count) {  // the slot's frames came from this walk, or equal its result
     uint32_t k = stackSlotOf(e->flags);
@@ -410,20 +422,34 @@ RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, c
 void classifyModules() {
   // Writers only (start-up, dlopen/dlclose hooks): serialize them. Readers take no lock.
   while (g.framelessLock.exchange(true, std::memory_order_acquire)) sched_yield();
+  struct Scan {
+    bool seen[State::kMaxFrameless] = {};
+    bool changed = false;
+  } scan;
   dl_iterate_phdr(
-      [](dl_phdr_info* pi, size_t, void*) -> int {
+      [](dl_phdr_info* pi, size_t, void* arg) -> int {
+        auto& seen = *static_cast<Scan*>(arg);
         CodeRange found[8];
-        uint32_t got = framelessRanges(pi, found, 8);
+        uintptr_t eh = 0;
+        uint32_t got = framelessRanges(pi, found, 8, &eh);
         for (uint32_t i = 0; i < got; ++i) {
           auto [low, high] = found[i];
           if (low < g.selfHigh && high > g.selfLow) continue;  // our frames are skipped anyway
           uint32_t count = g.framelessCount.load(std::memory_order_relaxed);
-          bool known = false;
-          for (uint32_t k = 0; k < count && !known; ++k)
-            known = g.frameless[k].low == low && g.frameless[k].high == high;
-          if (known) continue;
+          uint32_t known = count;
+          for (uint32_t k = 0; k < count && known == count; ++k)
+            if (g.frameless[k].low == low && g.frameless[k].high == high) known = k;
+          if (known < count) {
+            seen.seen[known] = true;
+            if (g.framelessEh[known].exchange(eh, std::memory_order_relaxed) != eh)
+              seen.changed = true;
+            continue;
+          }
           if (count == State::kMaxFrameless) return 1;  // full: later modules keep the FP walk
           g.frameless[count] = {low, high};
+          g.framelessEh[count].store(eh, std::memory_order_relaxed);
+          seen.seen[count] = true;
+          seen.changed = true;
           if (low < g.framelessLow.load(std::memory_order_relaxed))
             g.framelessLow.store(low, std::memory_order_relaxed);
           if (high > g.framelessHigh.load(std::memory_order_relaxed))
@@ -432,27 +458,18 @@ void classifyModules() {
         }
         return 0;
       },
-      nullptr);
+      &scan);
+  // Modules unloaded since: no rules from their (unmapped) tables; cached rules may describe
+  // code that is gone, or lie where a new module now is.
+  uint32_t count = g.framelessCount.load(std::memory_order_relaxed);
+  for (uint32_t k = 0; k < count; ++k)
+    if (!scan.seen[k] && g.framelessEh[k].exchange(0, std::memory_order_relaxed) != 0)
+      scan.changed = true;
+  if (scan.changed) clearFrameRules();
   g.framelessLock.store(false, std::memory_order_release);
 }
 
 namespace {
-// True when a frame other than the outermost lies in a module without frame pointers: that
-// function did not push a frame, so the walk skipped its caller. Few ranges, one bounds test
-// for most frames (the main program usually lies below every shared library).
-inline bool throughFrameless(const uint64_t* frames, uint32_t n) {
-  uint32_t count = g.framelessCount.load(std::memory_order_acquire);
-  if (count == 0) return false;
-  uintptr_t low = g.framelessLow.load(std::memory_order_relaxed);
-  uintptr_t high = g.framelessHigh.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i + 1 < n; ++i) {
-    if (frames[i] < low || frames[i] >= high) continue;
-    for (uint32_t k = 0; k < count; ++k)
-      if (frames[i] >= g.frameless[k].low && frames[i] < g.frameless[k].high) return true;
-  }
-  return false;
-}
-
 // libunwind's walk from here, the recorder's own frames skipped.
 uint32_t dwarfStack(uint64_t* out, uint32_t max) {
   void* buf[kMaxFrames + 16];
@@ -469,72 +486,222 @@ uint32_t dwarfStack(uint64_t* out, uint32_t max) {
 }
 }  // namespace
 
+namespace {
+bool isEntry(uintptr_t ret, uint32_t entries) {
+  for (uint32_t k = 0; k < entries && k < State::kMaxEntries; ++k)
+    if (g.entryRets[k].load(std::memory_order_relaxed) == ret) return true;
+  return false;
+}
+
+// After a walk that went to the end of the start code (an undefined return address, or a frame
+// pointer of 0) through rule steps: the first frame of its last run of libc frames (the frame
+// past a run's end may be _start, in the program) is where the thread's code begins. Returns the
+// frames up to it (this walk's stack ends there too, like every later one), or n.
+uint32_t learnEntry(const uint64_t* out, uint32_t n) {
+  auto inLibc = [](uint64_t f) { return f >= g.libcLow && f < g.libcHigh; };
+  uint32_t k = n;
+  if (k > 0 && !inLibc(out[k - 1])) --k;  // _start
+  if (k == 0 || !inLibc(out[k - 1])) return n;
+  while (k > 1 && inLibc(out[k - 2])) --k;
+  if (k == 1) return n;  // all libc: no caller to begin with (a thread libc itself started)
+  const uintptr_t entry = out[k - 1];
+  for (uint32_t s = 0; s < State::kMaxEntries; ++s) {
+    uintptr_t seen = 0;
+    if (g.entryRets[s].compare_exchange_strong(seen, entry, std::memory_order_relaxed)) {
+      g.entryCount.fetch_add(1, std::memory_order_release);
+      return k;
+    }
+    if (seen == entry) return k;
+  }
+  return n;  // no slot left: this thread's stacks keep the start code
+}
+}  // namespace
+
 __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, const void* from,
-                                                StackMemo* memo) {
+                                                StackMemo* memo, const StackMemo* prev,
+                                                const uint64_t* prevFrames, uint32_t prevCount) {
   if (memo) memo->count = 0;
   if (g.unwind == State::Unwind::kDwarf) return dwarfStack(out, max);
   auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
-  uintptr_t low = fp;
-  uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
+  const uintptr_t low = fp;
+  const uintptr_t high = t_stackHigh ? t_stackHigh : fp + (64u << 10);
   // Start at the hook's frame when given (one above ours on this stack), past the frames between.
   if (auto start = reinterpret_cast<uintptr_t>(from); start > fp && start < high) fp = start;
   uint32_t n = 0;
   bool inSelf = true;  // skip the recorder's own frames at the leaf
-  // Whether a frame but the outermost lies within the bounds of the frameless modules
-  // (throughFrameless then looks closer): tested as the walk goes, off its chain of loads, one
-  // frame late (`prev`), so the outermost frame is never tested.
-  uint32_t framelessCount = g.framelessCount.load(std::memory_order_acquire);
+  // Frames inside the frameless modules' bounds ask frameRule (unwind.h): most return addresses
+  // of a program built with frame pointers lie outside them (one compare). --unwind fp: none do.
+  const uint32_t constants = walkConstants();
+  const uint32_t framelessCount = constants & 0xffff;
+  const uint32_t entries = constants >> 16;
+  const uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
+  const uintptr_t flSpan = framelessCount && g.unwind == State::Unwind::kAuto
+                               ? g.framelessHigh.load(std::memory_order_relaxed) - flLow
+                               : 0;
   // The walk's reads, for a replay (ring.h, StackMemo): kept only when it has a start of its own
-  // and stack bounds that do not depend on where this function's frame is.
+  // and stack bounds that do not depend on where this function's frame is. The walk is a
+  // function of its start and of the words it read (the rules depend only on return addresses).
   if (!t_stackHigh || fp != reinterpret_cast<uintptr_t>(from)) memo = nullptr;
   uint32_t nreads = 0;
-  uintptr_t flLow = g.framelessLow.load(std::memory_order_relaxed);
-  uintptr_t flSpan = framelessCount ? g.framelessHigh.load(std::memory_order_relaxed) - flLow : 0;
-  uintptr_t prev = 0;  // (0 - flLow) wraps above any span
-  bool nearFrameless = false;
-  // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
-  while (n < max && fp >= low && high >= 16 && fp <= high - 16 && (fp & 7) == 0) {
-    auto* frame = reinterpret_cast<const uintptr_t*>(fp);
-    uintptr_t ret = frame[1];
-    if (memo) {
-      if (nreads == kMemoFrames) {
-        memo = nullptr;  // too deep to keep
-      } else {
-        memo->fp[nreads] = fp;
-        memo->words[nreads++] = {frame[0], ret};
+  // Stack words are read one at a time (word()) and kept as the step read them: GCC merges
+  // two adjacent loads into one 16-byte load, which waits for the two 8-byte stores that wrote
+  // them moments ago (the hook's call and push: a store-forwarding stall that took 42% of the
+  // walk's samples on sqlite3). A relaxed atomic load is a plain mov that is never merged.
+  auto word = [](uintptr_t at) {
+    return __atomic_load_n(reinterpret_cast<const uintptr_t*>(at), __ATOMIC_RELAXED);
+  };
+  auto remember = [&](uintptr_t at, uint64_t w0, uint64_t w1) {
+    if (!memo) return;
+    if (nreads == kMemoFrames) {
+      memo = nullptr;  // too deep to keep
+      return;
+    }
+    memo->fp[nreads] = at;
+    memo->stateSp[nreads] = 0;  // no state here unless the step ends here (resume)
+    memo->words[nreads++] = {w0, w1};
+  };
+  // A whole chain ends where the code that called main or started the thread ends it: a rule
+  // whose return address is undefined (_start, clone3), a frame pointer of 0 (what _start
+  // leaves), or, when libc's frames are not stepped by rule, a walk that stops in libc (which
+  // keeps no frame pointers). A chain that breaks anywhere else goes to libunwind.
+  bool whole = false;
+  bool startCode = false;  // the walk went through the start code to its end (learnEntry)
+  uint32_t stepped = 0;  // a rule step came before (a word: see word())
+  uintptr_t sp = low;  // the lowest address the next frame may start at
+  // Resuming `prev` (header comment): its states in stack order, the next one to compare at pj.
+  // Both walks must agree on whether a rule step came before (a chain that stops in libc is
+  // whole only without one). Off when the walk's constants differ (the frameless modules).
+  const StackMemo* pm = prev && prevFrames && prev->count && prev->frameless == constants &&
+                                t_stackHigh && flSpan
+                            ? prev
+                            : nullptr;
+  uint32_t pj = 0;
+  // At the start of a step's frame (its return address `ret` not yet taken): notes the state in
+  // this walk's memo, and resumes `pm` when it was in the same state. True when resumed (the
+  // frames are then complete and the chain whole).
+  auto resume = [&](uintptr_t ret) -> bool {
+    // Only where a rule step would follow: a frame-pointer step costs less than the notes (the
+    // walks of a program built with frame pointers resume where they reach libc).
+    if (ret - flLow >= flSpan) return false;
+    const uint16_t nTag = static_cast<uint16_t>(n | (stepped ? 0x8000u : 0));
+    if (memo && nreads) {
+      memo->stateSp[nreads - 1] = inSelf ? 0 : sp;
+      memo->stateFp[nreads - 1] = fp;
+      memo->stateRet[nreads - 1] = ret;
+      memo->stateN[nreads - 1] = nTag;
+    }
+    if (!pm || inSelf) return false;
+    while (pj < pm->count && pm->stateSp[pj] < sp) ++pj;
+    if (pj >= pm->count || pm->stateSp[pj] != sp || pm->stateRet[pj] != ret ||
+        pm->stateFp[pj] != fp || (pm->stateN[pj] & 0x8000) != (nTag & 0x8000))
+      return false;
+    const uint32_t taken = pm->stateN[pj] & 0x7fff;  // prev's frames before this state
+    // prev may have stopped at the depth: it then holds no frames beyond, which this walk,
+    // fewer frames in, would need.
+    if (taken > prevCount || (prevCount >= max && n < taken)) return false;
+    for (uint32_t i = pj + 1; i < pm->count; ++i) {
+      const auto* w = reinterpret_cast<const uint64_t*>(pm->fp[i]);
+      if (w[0] != pm->words[i].next || w[1] != pm->words[i].ret) {
+        pm = nullptr;  // the outer frames changed: walk on, and do not try again
+        return false;
       }
     }
-    if (ret < 4096) break;
-    if (inSelf && ret >= g.selfLow && ret < g.selfHigh) {
-      // still inside libheapman_preload.so
-    } else {
-      inSelf = false;
-      nearFrameless |= prev - flLow < flSpan;
-      prev = ret;
-      out[n++] = ret;
+    const uint32_t nAt = n;
+    for (uint32_t k = taken; k < prevCount && n < max; ++k) out[n++] = prevFrames[k];
+    for (uint32_t i = pj + 1; memo && i < pm->count; ++i) {
+      if (nreads == kMemoFrames) {
+        memo = nullptr;
+        break;
+      }
+      memo->fp[nreads] = pm->fp[i];
+      memo->words[nreads] = pm->words[i];
+      memo->stateSp[nreads] = pm->stateSp[i];
+      memo->stateFp[nreads] = pm->stateFp[i];
+      memo->stateRet[nreads] = pm->stateRet[i];
+      memo->stateN[nreads++] = static_cast<uint16_t>(
+          (pm->stateN[i] & 0x8000) | (((pm->stateN[i] & 0x7fff) - taken + nAt) & 0x7fff));
     }
-    uintptr_t next = frame[0];
-    if (next <= fp) break;  // frames grow towards higher addresses; anything else is not a chain
+    whole = true;
+    return true;
+  };
+  while (n < max) {
+    // A frame-pointer step: fp is a frame (saved rbp, return address).
+    // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
+    if (fp < sp || high < 16 || fp > high - 16 || (fp & 7) != 0) {
+      startCode = fp == 0;
+      whole = startCode || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
+      break;
+    }
+    uintptr_t ret = word(fp + 8);
+    uintptr_t next = word(fp);
+    remember(fp, next, ret);
+    sp = fp + 16;  // the caller's stack pointer after the return
     fp = next;
+    // Rule steps while the return address lies in frameless code: the function there kept no
+    // frame, so its caller's frame is found from its CFA (rsp or rbp plus an offset).
+    bool fpStep = false;
+    while (!fpStep) {
+      if (resume(ret)) goto done;
+      if (ret < 4096) goto done;
+      if (inSelf && ret >= g.selfLow && ret < g.selfHigh) {
+        // still inside libheapman_preload.so
+      } else {
+        inSelf = false;
+        out[n++] = ret;
+        if (n == max) {
+          whole = true;
+          goto done;
+        }
+        if (entries && ret - g.libcLow < g.libcHigh - g.libcLow && isEntry(ret, entries)) {
+          whole = true;  // libc's start code from here on
+          goto done;
+        }
+      }
+      if (ret - flLow >= flSpan) break;
+      // Tests in order of likelihood, not a switch: its jump table's indirect branch was
+      // mispredicted often enough to cost a quarter of the walk's time (perf, sqlite3).
+      FrameRule rule = frameRule(ret);
+      if (rule.kind == FrameRule::kRsp || rule.kind == FrameRule::kRbp) {
+        uintptr_t cfa = (rule.kind == FrameRule::kRsp ? sp : fp) + rule.cfaOffset;
+        // Everything read lies between sp and the CFA: no bound depends on where the walk
+        // started (resume relies on it).
+        if (cfa < sp + 16 || cfa > high || (cfa & 7) != 0 || cfa - 8 * rule.rbpSlot < sp)
+          goto done;
+        ret = word(cfa - 8);
+        uintptr_t below = word(cfa - 16);
+        remember(cfa - 16, below, ret);  // the return address and the word below it
+        if (rule.rbpSlot == 2) {
+          fp = below;
+        } else if (rule.rbpSlot) {
+          const uintptr_t at = cfa - 8 * rule.rbpSlot;
+          fp = word(at);
+          remember(at, fp, word(at + 8));
+        }
+        sp = cfa;
+        stepped = 1;
+      } else if (rule.kind == FrameRule::kFramePointer) {
+        fpStep = true;
+      } else {
+        whole = startCode = rule.kind == FrameRule::kEnd;  // else kUnknown: libunwind
+        goto done;
+      }
+    }
   }
-  // A whole chain reaches the code that called main or started the thread, both in libc (which
-  // keeps no frame pointers, so the walk ends there). Anything else means code without frame
-  // pointers broke the chain: unwind with DWARF information instead (libunwind), slower but right.
-  // A whole chain can still miss frames: a function without frame pointers that leaves the
-  // register alone (operator new in Debian's libstdc++) hides its caller. Its module is known
-  // (classifyModules), so a chain through one is taken again with libunwind too.
-  bool whole = n == max || (n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
-  if (g.unwind == State::Unwind::kFramePointers ||
-      (whole && (!nearFrameless || !throughFrameless(out, n)))) {
+  if (n == max) whole = true;
+done:
+  // The memo's constants no longer hold after learning: it is never replayed.
+  if (startCode && stepped) n = learnEntry(out, n);
+  if (g.unwind == State::Unwind::kFramePointers || whole) {
     if (memo) {
       memo->start = reinterpret_cast<uintptr_t>(from);
-      memo->frameless = framelessCount;
+      memo->frameless = constants;
       memo->count = nreads;
       // Pad to a multiple of four for replaySlot: entries that read their own words.
       for (uint32_t i = nreads; i % 4; ++i) memo->fp[i] = reinterpret_cast<uintptr_t>(&memo->words[i]);
     }
     return n;
   }
+  g.unwindFallbacks.fetch_add(1, std::memory_order_relaxed);
   return dwarfStack(out, max);
 }
 

@@ -102,19 +102,34 @@ struct State {
   enum class Unwind : uint8_t { kFramePointers, kAuto, kDwarf };
   Unwind unwind = Unwind::kAuto;
   // Code ranges of modules built without frame pointers (framelessRanges, modules.h),
-  // found when modules are scanned (start-up, after dlopen). With kAuto a stack with a frame in
-  // one of them (other than the outermost) is taken with libunwind: such a function does not
-  // push a frame, so the walk misses its caller. Append-only: a slot is written, then published
+  // found when modules are scanned (start-up, after dlopen). With kAuto the walk steps through
+  // a frame in one of them by its unwind rule (unwind.h): such a function does not push a
+  // frame, so following rbp would miss its caller. Append-only: a slot is written, then published
   // by the release store of framelessCount; readers (any hook) load the count with acquire and
   // read the slots below it, no lock. framelessLow/High bound them all (a cheap first test; they
   // only widen, and are stored before the count). Writers take framelessLock (off the event
   // path; a fork child clears it). A module unloaded keeps its slot: at worst a later module
   // there is unwound with libunwind needlessly. Full: further modules are not recorded.
+  // framelessEh[k]: the .eh_frame_hdr of frameless[k]'s module (unwind.h reads its rules), 0
+  // once the module is unloaded (its frames then go to libunwind).
   static constexpr uint32_t kMaxFrameless = 64;
   CodeRange frameless[kMaxFrameless] = {};
+  std::atomic<uintptr_t> framelessEh[kMaxFrameless] = {};
   std::atomic<uint32_t> framelessCount{0};
   std::atomic<uintptr_t> framelessLow{UINTPTR_MAX}, framelessHigh{0};
   std::atomic<bool> framelessLock{false};
+  // Return addresses where a thread's code begins (inside __libc_start_call_main after its call
+  // of main, inside start_thread after its call of the thread's function): a walk stops there,
+  // as the frame-pointer walk always did, instead of stepping through libc's start code to
+  // _start or clone3 (two more frames on every stack for nothing). Learnt from the first walks
+  // that reach the end of the start code (captureStack); slots filled by compare-exchange, never
+  // emptied. entryCount is part of a walk's constants (StackMemo::frameless).
+  static constexpr uint32_t kMaxEntries = 8;
+  std::atomic<uintptr_t> entryRets[kMaxEntries] = {};
+  std::atomic<uint32_t> entryCount{0};
+  // Stacks that --unwind auto handed to libunwind, and return addresses whose unwind rule was
+  // not cached yet (unwind.h): rare events, counted for HEAPMAN_STATS.
+  std::atomic<uint64_t> unwindFallbacks{0}, ruleMisses{0};
   char output[4096] = {};               // this process's log (core/descriptors.h has its fd)
   // The log heaprec was asked for: the process heaprec started writes it; every other process
   // (a fork child, a program executed with --follow-exec) writes BASE.PID or BASE.PID.exec.
@@ -160,15 +175,22 @@ inline void commit(Ring* r, RawEvent* e) {
 }
 
 // Return addresses of the caller's stack, leaf first, skipping the recorder's own frames.
-// Frame-pointer walk, bounded by the thread's stack (never faults); where code without frame
-// pointers breaks the chain, or the walk passed through a frameless module (g.frameless),
-// libunwind (DWARF) instead.
+// Frame-pointer walk, bounded by the thread's stack (never faults), that steps through frames
+// of frameless modules (g.frameless) by their unwind rules (unwind.h, --unwind auto); where
+// neither can go on before the outermost frame (a rule it does not follow, code without frame
+// pointers outside those modules), libunwind (DWARF) instead.
 // `from`: a frame of the caller's to start at (its return address is the first frame), so that
 // the walk does not pass the hook's own frames; null: here.
 // `memo`: receives what the walk read, for a later replay (ring.h, StackMemo); count 0 when it
 // cannot be replayed.
+// `prev`, `prevFrames`, `prevCount`: an earlier walk of this thread (its memo, count > 0) and
+// the frames it took. Where this walk reaches a state that walk was in (same stack pointer,
+// frame pointer and return address) and every word that walk read after it is unchanged, the
+// rest of the stack is that walk's rest: copied, not walked (stacks often share their outer
+// frames).
 uint32_t captureStack(uint64_t* out, uint32_t max, const void* from = nullptr,
-                      StackMemo* memo = nullptr);
+                      StackMemo* memo = nullptr, const StackMemo* prev = nullptr,
+                      const uint64_t* prevFrames = nullptr, uint32_t prevCount = 0);
 
 // Classifies every loaded module as keeping frame pointers or not (framelessRanges) and adds the
 // code ranges of those that do not to g.frameless, once each. At start-up and after

@@ -101,11 +101,17 @@ inline constexpr uint32_t kMemoFrames = 64;  // a multiple of 4 (replaySlot comp
 struct StackMemo {
   uint64_t start = 0;       // the frame the walk started at
   uint32_t count = 0;       // frames read; 0: nothing to replay
-  uint32_t frameless = 0;   // State::framelessCount at the time
+  uint32_t frameless = 0;   // walkConstants() at the time (recorder.cpp)
   uint64_t fp[kMemoFrames];  // the frames' addresses
   struct alignas(16) Words {
     uint64_t next, ret;      // the two words at fp (saved frame pointer, return address)
   } words[kMemoFrames];
+  // The walk's state after the step whose last read is entry i (captureStack resumes a later
+  // walk that reaches the same state from here): stack pointer (0: no step ends at i, or still
+  // in the recorder's frames), frame pointer, the return address about to be taken, and the
+  // frames taken before it (bit 15: a rule step came before).
+  uint64_t stateSp[kMemoFrames], stateFp[kMemoFrames], stateRet[kMemoFrames];
+  uint16_t stateN[kMemoFrames];
 };
 inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 

@@ -244,6 +244,11 @@ class Writer {
           static_cast<unsigned long long>(g.fullWaits.load()), g.fullWaitNs.load() / 1e6,
           static_cast<unsigned long long>(kMaxLagNs / 1000000),
           static_cast<unsigned long long>(g.lagWaits.load()), g.lagWaitNs.load() / 1e6);
+      if (g.unwind == State::Unwind::kAuto)
+        say("stacks: %llu unwound by libunwind (a rule or a chain the walk could not follow), "
+            "%llu unwind rules read from .eh_frame",
+            static_cast<unsigned long long>(g.unwindFallbacks.load()),
+            static_cast<unsigned long long>(g.ruleMisses.load()));
     }
     if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv("HEAPMAN_STATS"))
       say("%llu sweeps tested %llu objects in %.1f ms on the writer thread (%.1f ns per object)",
