@@ -32,7 +32,7 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint64_t> objectInfo, std::vector<ui
     stats_.untracked += (f & kUntracked) != 0;
     stats_.rootObjects += (f & kRootObject) != 0;
   }
-  std::vector<bool> seen = reachable();
+  std::vector<uint8_t> seen = reachableBytes();
   for (uint32_t i = firstObject(); i < nodeCount(); ++i) stats_.unreachable += !seen[i];
   stats_.graphBytes = info_.capacity() * 8 + flags_.capacity() + offsets_.capacity() * 4 +
                       targets_.capacity() * 4 + map_.memoryBytes();
@@ -109,15 +109,20 @@ void HeapGraph::scanAll() {
 }
 
 std::vector<bool> HeapGraph::reachable() const {
-  std::vector<bool> seen(nodeCount());
+  std::vector<uint8_t> b = reachableBytes();
+  return std::vector<bool>(b.begin(), b.end());
+}
+
+std::vector<uint8_t> HeapGraph::reachableBytes() const {
+  std::vector<uint8_t> seen(nodeCount());
   std::vector<uint32_t> todo{0};
-  seen[0] = true;
+  seen[0] = 1;
   while (!todo.empty()) {
     uint32_t n = todo.back();
     todo.pop_back();
     for (uint32_t t : out(n))
       if (!seen[t]) {
-        seen[t] = true;
+        seen[t] = 1;
         todo.push_back(t);
       }
   }
