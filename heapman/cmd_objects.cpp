@@ -11,7 +11,8 @@ namespace {
 void options(po::options_description& o, po::positional_options_description&) {
   o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
       "type", po::value<std::string>(), "regex on the type name")(
-      "function", po::value<std::string>(), "regex on the blame function");
+      "function", po::value<std::string>(), "regex on the blame function")(
+      "unreachable", "only objects alive after the GC that no recorded root reaches");
   addQueryOptions(o);
 }
 
@@ -28,6 +29,7 @@ int run(Session& s, const po::variables_map& vm) {
   if (vm.count("type")) f.typeRegex = vm["type"].as<std::string>();
   if (vm.count("function")) f.functionRegex = vm["function"].as<std::string>();
   f.top = topOf(vm);
+  f.unreachableOnly = vm.count("unreachable") > 0;
   replay::Attribution a(s.replay->tables(), *s.namer, ex);
   graph::GraphSession& gs = graph::graphSessionFor(*s.replay);
   graph::ObjectsResult res = graph::listObjects(gs, a, at, f);

@@ -37,6 +37,13 @@ int run(Session& s, const po::variables_map& vm) {
             {"point", "gc:" + std::to_string(res.gc)},
             {"heap", num(res.totalBytes) + " bytes in " + num(res.totalObjects) + " objects"},
             {"reachable nodes", num(res.reachable)}};
+  const graph::GraphStats& st = graph::graphSessionFor(*s.replay).graph().stats();
+  r.meta.push_back({"graph", num(st.rootRanges) + " root ranges, " + num(st.edges) + " edges (" +
+                                 num(st.rootEdges) + " from roots), " + num(st.hitsInNoObject) +
+                                 " hits in no object, " + num(st.untracked) + " untracked, " +
+                                 num(st.skippedObjects) + " not scanned (atomic)"});
+  r.meta.push_back({"alive but unreachable", num(st.unreachable) + " objects" +
+                                                 (st.unreachable ? " (roots or edges missing)" : "")});
   r.warnings = replay::warnings(*s.replay);
   Table t;
   t.name = "retained";

@@ -181,7 +181,10 @@ ObjectsResult listObjects(GraphSession& s, replay::Attribution& a, uint64_t limi
   prepareAll(s, a);
   ObjectsResult res;
   res.gc = g.gc();
+  std::vector<uint8_t> seen;
+  if (filter.unreachableOnly) seen = g.reachableBytes();
   for (uint32_t n = g.firstObject(); n < g.nodeCount(); ++n) {
+    if (filter.unreachableOnly && seen[n]) continue;
     NodeFacts f = factsOf(s, a, n, true);
     if (typeRe && !std::regex_search(f.type, *typeRe)) continue;
     if (fnRe && !std::regex_search(f.function, *fnRe)) continue;

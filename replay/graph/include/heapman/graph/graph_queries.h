@@ -71,6 +71,7 @@ NodeFacts factsOf(GraphSession& s, replay::Attribution& a, uint32_t n, bool with
 struct ObjectsFilter {
   std::string typeRegex, functionRegex;  // empty: any; ReplayError when one does not compile
   size_t top = 0;                        // 0: all
+  bool unreachableOnly = false;          // only objects no root reaches (should be none)
 };
 struct ObjectsResult {
   uint32_t gc = 0;
