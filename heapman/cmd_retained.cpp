@@ -42,8 +42,10 @@ int run(Session& s, const po::variables_map& vm) {
                                  num(st.rootEdges) + " from roots), " + num(st.hitsInNoObject) +
                                  " hits in no object, " + num(st.untracked) + " untracked, " +
                                  num(st.skippedObjects) + " not scanned (atomic)"});
-  r.meta.push_back({"alive but unreachable", num(st.unreachable) + " objects" +
-                                                 (st.unreachable ? " (roots or edges missing)" : "")});
+  r.meta.push_back({"alive but unreachable",
+                    num(st.unreachable) + " objects" +
+                        (st.unreachable ? " (roots or edges missing)" : "") + "; untracked: " +
+                        num(st.unreachableUntracked)});
   r.warnings = replay::warnings(*s.replay);
   Table t;
   t.name = "retained";

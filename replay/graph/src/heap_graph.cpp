@@ -33,7 +33,9 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint64_t> objectInfo, std::vector<ui
     stats_.rootObjects += (f & kRootObject) != 0;
   }
   std::vector<uint8_t> seen = reachableBytes();
-  for (uint32_t i = firstObject(); i < nodeCount(); ++i) stats_.unreachable += !seen[i];
+  for (uint32_t i = firstObject(); i < nodeCount(); ++i)
+    if (!seen[i]) ++((flags_[i - firstObject()] & kUntracked) ? stats_.unreachableUntracked
+                                                              : stats_.unreachable);
   stats_.graphBytes = info_.capacity() * 8 + flags_.capacity() + offsets_.capacity() * 4 +
                       targets_.capacity() * 4 + map_.memoryBytes();
 }

@@ -95,6 +95,7 @@ TEST_CASE("heap graph of a recorded bdwgc program holds exactly its pointers", "
   CHECK(interior == "1");
   CHECK(g->options().interiorPointers);
   CHECK(s.unreachable == 0);
+  CHECK(s.unreachableUntracked == 0);
   CHECK(s.liveNotDumped == 0);
 
   std::map<std::string, uint32_t> node;

@@ -126,6 +126,7 @@ TEST_CASE("graph of a dumped GC: exact edges, roots, atomic objects, unreachable
   CHECK(s.untracked == 0);
   CHECK(s.liveNotDumped == 0);
   CHECK(s.unreachable == 1);  // F
+  CHECK(s.unreachableUntracked == 0);
 
   std::vector<uint64_t> sizes(g->nodeCount());
   for (uint32_t n = 0; n < g->nodeCount(); ++n) sizes[n] = g->isObject(n) ? g->size(n) : 0;

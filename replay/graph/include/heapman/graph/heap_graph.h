@@ -58,7 +58,9 @@ struct GraphStats {
   uint64_t untracked = 0;       // dump objects the live set does not have
   uint64_t liveNotDumped = 0;   // collected-heap objects of the live set missing from the dump
   uint64_t rootObjects = 0;     // uncollectable objects
-  uint64_t unreachable = 0;     // alive (dumped) objects no root reaches: 0 on correct data
+  uint64_t unreachable = 0;     // live-set objects no root reaches: 0 on correct data
+  uint64_t unreachableUntracked = 0;  // untracked ones (a runtime's free lists held from its
+                                      // thread-local storage, which is no recorded root)
   double scanSeconds = 0;
   uint64_t graphBytes = 0;      // memory beside the dump
 };
