@@ -41,7 +41,7 @@ std::vector<uint8_t> bytesOf(const std::vector<uint64_t>& words) {
   return b;
 }
 
-std::vector<uint8_t> writeLog(const char* interior) {
+std::vector<uint8_t> writeLog(const char* interior, bool finish = true) {
   log::MemorySink sink;
   log::Header h;
   h.runtimes.push_back({log::Runtime::Kind::kBdwgc, "8.2.2"});
@@ -72,7 +72,10 @@ std::vector<uint8_t> writeLog(const char* interior) {
     w.writeRam(log::SegmentKind::kThreadStack, gc, kStack, bytesOf(stackWords));
     w.write(log::GcEnd{ev(), gc, 1 << 20, 0, 1000});
   }
-  w.finish();
+  if (finish)
+    w.finish();
+  else
+    w.flush();  // no footer: a truncated log, read by scanning
   REQUIRE(w.ok());
   return sink.bytes;
 }
@@ -183,4 +186,14 @@ TEST_CASE("a GC without a dump: the error lists the dumped ones and how to recor
     CHECK(m.find("GC 1, 2 (2 dumps)") != std::string::npos);
     CHECK(m.find("--ram-dumps every") != std::string::npos);
   }
+}
+
+TEST_CASE("a truncated log's dumps are found by reading the dump chunks", "[graph]") {
+  replay::Replay r(log::LogReader::fromBytes(writeLog("1", false)), quiet());
+  REQUIRE_FALSE(r.reader().end().complete);
+  DumpStore store(r.reader());
+  REQUIRE(store.dumpedGcs() == std::vector<uint32_t>{1, 2});
+  auto g = HeapGraph::atGc(r, store, 2);
+  CHECK(g->stats().edges == 7);
+  CHECK(g->stats().unreachable == 1);
 }
