@@ -55,8 +55,8 @@ Dump generate(uint64_t objects, uint64_t seed, bool local) {
   d.roots.push_back({0x600000, rootBytes, total, log::SegmentKind::kStaticRoot});
   total += rootBytes;
   d.byteCount = total;
-  d.bytes.reset(new uint8_t[total]);
-  uint64_t* w = reinterpret_cast<uint64_t*>(d.bytes.get());
+  d.bytes.resize(total);
+  uint64_t* w = reinterpret_cast<uint64_t*>(d.bytes.data());
   for (uint64_t i = 0; i < total / 8; ++i) {
     uint64_t r = rng();
     if (r % 4 == 0) {

@@ -81,12 +81,33 @@ std::string DumpStore::describeDumped() {
   return s;
 }
 
-void DumpStore::hashUpTo(size_t ramIndex) {
-  for (; hashed_ <= ramIndex && hashed_ < ram_.size(); ++hashed_) {
-    auto raw = reader_.payload(*ram_[hashed_], buffer_);
-    parse(hashed_, raw, [&](const Header& h) {
-      if (h.stored) firstCopy_.try_emplace(h.hash, Where{static_cast<uint32_t>(hashed_), h.bytesAt});
-    });
+void DumpStore::addCopy(uint64_t hash, Where w) {
+  if ((copies_ + 1) * 2 > firstCopy_.size()) {
+    std::vector<Slot> old = std::move(firstCopy_);
+    firstCopy_.assign(std::max<size_t>(1024, old.size() * 2), Slot{0, {UINT32_MAX, 0}});
+    copies_ = 0;
+    for (const Slot& s : old)
+      if (s.where.chunk != UINT32_MAX) addCopy(s.hash, s.where);
+  }
+  size_t mask = firstCopy_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    Slot& s = firstCopy_[i];
+    if (s.where.chunk == UINT32_MAX) {
+      s = {hash, w};
+      ++copies_;
+      return;
+    }
+    if (s.hash == hash) return;  // the first copy stays
+  }
+}
+
+const DumpStore::Where* DumpStore::findCopy(uint64_t hash) const {
+  if (firstCopy_.empty()) return nullptr;
+  size_t mask = firstCopy_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = firstCopy_[i];
+    if (s.where.chunk == UINT32_MAX) return nullptr;
+    if (s.hash == hash) return &s.where;
   }
 }
 
@@ -121,53 +142,54 @@ Dump DumpStore::load(uint32_t gc) {
       first = std::min(first, i);
       last = i;
     }
-  hashUpTo(last);
 
-  // The segments of this GC, in log order, each with where its bytes are.
   struct Piece {
     DumpSegment seg;
-    Where from;
+    Where from;  // deduplicated: where the first copy is
   };
-  std::vector<Piece> pieces;
+  std::vector<Piece> pieces, deferred;
   Dump d;
   d.gc = gc;
-  uint64_t total = 0;
-  for (size_t i = first; i <= last; ++i) {
+  uint64_t reserve = 0;
+  for (size_t i = first; i <= last; ++i) reserve += ram_[i]->header.rawLength;
+  d.bytes.reserve(reserve);
+  auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  // One pass: hash the chunks not hashed yet, take the GC's segments from its own chunks.
+  for (size_t i = std::min(hashed_, first); i <= last; ++i) {
     auto raw = reader_.payload(*ram_[i], buffer_);
+    bool hashing = i >= hashed_, mine = i >= first;
     parse(i, raw, [&](const Header& h) {
-      if (h.gc != gc || h.length == 0) return;
-      Where w{static_cast<uint32_t>(i), h.bytesAt};
-      if (!h.stored) {
-        auto it = firstCopy_.find(h.hash);
-        if (it == firstCopy_.end())
-          throw log::FormatError(log::ErrorCode::kBadRecord, ram_[i]->offset, ram_[i]->number,
-                                 "RAM dump segment at 0x" + [&] {
-                                   char b[24];
-                                   std::snprintf(b, sizeof b, "%llx",
-                                                 static_cast<unsigned long long>(h.address));
-                                   return std::string(b);
-                                 }() + " refers to content no earlier segment holds");
-        w = it->second;
-        ++d.dedupSegments;
-      } else {
+      if (hashing && h.stored) addCopy(h.hash, Where{static_cast<uint32_t>(i), h.bytesAt});
+      if (!mine || h.gc != gc || h.length == 0) return;
+      DumpSegment seg{h.address, h.length, d.bytes.size(), h.kind};
+      if (h.stored) {
         ++d.storedSegments;
+        d.bytes.insert(d.bytes.end(), raw.data() + h.bytesAt, raw.data() + h.bytesAt + h.length);
+        pieces.push_back({seg, {}});
+        return;
       }
-      pieces.push_back({{h.address, h.length, total, h.kind}, w});
-      total += h.length;
+      const Where* it = findCopy(h.hash);
+      if (!it)
+        throw log::FormatError(log::ErrorCode::kBadRecord, ram_[i]->offset, ram_[i]->number,
+                               "RAM dump segment at " + hex(h.address) +
+                                   " refers to content no earlier segment holds");
+      ++d.dedupSegments;
+      d.bytes.resize(d.bytes.size() + h.length);
+      pieces.push_back({seg, *it});
+      deferred.push_back({seg, *it});
     });
+    hashed_ = std::max(hashed_, i + 1);
   }
-
-  // Bytes: each chunk decompressed once, in file order.
-  d.bytes.reset(new uint8_t[std::max<uint64_t>(total, 1)]);
-  d.byteCount = total;
-  std::vector<uint32_t> order(pieces.size());
-  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](uint32_t a, uint32_t b) { return pieces[a].from.chunk < pieces[b].from.chunk; });
+  // The first copies, each chunk decompressed once.
+  std::sort(deferred.begin(), deferred.end(),
+            [](const Piece& a, const Piece& b) { return a.from.chunk < b.from.chunk; });
   uint32_t loaded = UINT32_MAX;
   std::span<const uint8_t> raw;
-  for (uint32_t i : order) {
-    const Piece& p = pieces[i];
+  for (const Piece& p : deferred) {
     if (p.from.chunk != loaded) {
       raw = reader_.payload(*ram_[p.from.chunk], buffer_);
       loaded = p.from.chunk;
@@ -175,8 +197,9 @@ Dump DumpStore::load(uint32_t gc) {
     if (uint64_t{p.from.offset} + p.seg.length > raw.size())
       throw log::FormatError(log::ErrorCode::kBadRecord, ram_[p.from.chunk]->offset,
                              ram_[p.from.chunk]->number, "RAM dump segment runs past its chunk");
-    std::memcpy(d.bytes.get() + p.seg.offset, raw.data() + p.from.offset, p.seg.length);
+    std::memcpy(d.bytes.data() + p.seg.offset, raw.data() + p.from.offset, p.seg.length);
   }
+  d.byteCount = d.bytes.size();
 
   for (const Piece& p : pieces)
     (p.seg.kind == log::SegmentKind::kObject ? d.objects : d.roots).push_back(p.seg);
