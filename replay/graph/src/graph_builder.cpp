@@ -91,32 +91,40 @@ bool interiorPointers(const log::Header& h) {
 std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, uint32_t gc) {
   Dump d = store.load(gc);  // throws for a GC without a dump
   r.seek(r.resolve("gc:" + std::to_string(gc)));
-  const replay::LiveSet& live = r.live();
+  // Join the dump's objects (ascending) with the live set's objects of the collected heaps,
+  // sorted by address: one merge, no lookup per object.
+  std::vector<replay::LiveObject> live;
+  live.reserve(r.live().size());
+  r.live().forEach([&](const replay::LiveObject& o) {
+    log::HeapKind h = r.info(o.info()).heap;
+    if (h != log::HeapKind::kNative && h != log::HeapKind::kOther) live.push_back(o);
+  });
+  std::sort(live.begin(), live.end(),
+            [](const replay::LiveObject& a, const replay::LiveObject& b) {
+              return a.address < b.address;
+            });
   size_t n = d.objects.size();
   std::vector<uint64_t> info(n);
   std::vector<uint8_t> flags(n);
+  uint64_t missing = 0;
+  size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
-    auto o = live.find(d.objects[i].address);
-    if (!o) {
+    uint64_t a = d.objects[i].address;
+    for (; j < live.size() && live[j].address < a; ++j) ++missing;  // live, not dumped
+    if (j == live.size() || live[j].address != a) {
       flags[i] = kScan | kUntracked;  // kind unknown: scanned, as the collector's default kind
       continue;
     }
-    info[i] = o->packed;
-    switch (r.info(o->info()).heap) {
+    const replay::LiveObject& o = live[j++];
+    info[i] = o.packed;
+    switch (r.info(o.info()).heap) {
       case log::HeapKind::kGcAtomic: flags[i] = 0; break;
       case log::HeapKind::kGcUncollectable: flags[i] = kScan | kRootObject; break;
       default: flags[i] = kScan;
     }
   }
-  // Live objects of the collected heaps with no bytes in the dump.
-  uint64_t missing = 0;
-  live.forEach([&](const replay::LiveObject& o) {
-    log::HeapKind h = r.info(o.info()).heap;
-    if (h == log::HeapKind::kNative || h == log::HeapKind::kOther) return;
-    auto it = std::lower_bound(d.objects.begin(), d.objects.end(), o.address,
-                               [](const DumpSegment& s, uint64_t a) { return s.address < a; });
-    if (it == d.objects.end() || it->address != o.address) ++missing;
-  });
+  missing += live.size() - j;
+  std::vector<replay::LiveObject>().swap(live);
   std::vector<log::RootEntry> set = rootSetOf(r, gc);
   std::vector<RootNode> roots;
   roots.reserve(d.roots.size());
