@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "heapman/graph/dominators.h"
+#include "heapman/graph/graph_queries.h"
 #include "heapman/graph/heap_graph.h"
 #include "heapman/logformat/writer.h"
 #include "heapman/replay/replay.h"
@@ -196,4 +198,33 @@ TEST_CASE("a truncated log's dumps are found by reading the dump chunks", "[grap
   auto g = HeapGraph::atGc(r, store, 2);
   CHECK(g->stats().edges == 7);
   CHECK(g->stats().unreachable == 1);
+}
+
+TEST_CASE("retained by type counts an object once when another of its type dominates it",
+          "[graph]") {
+  replay::Replay r(log::LogReader::fromBytes(writeLog("1")), quiet());
+  replay::FrameNamer namer(r.tables(), false);
+  replay::Exclusions ex;
+  replay::Attribution a(r.tables(), namer, ex);
+  GraphSession s(r);
+  uint64_t at = r.resolve("gc:1");
+  RetainedResult res = retainedBy(s, a, at, RetainedBy::kType, 0);
+  std::map<std::string, RetainedRow> rows;
+  for (const auto& row : res.rows) rows[row.name] = row;
+  REQUIRE(rows.size() == 3);
+  // (gc): A retains A, B and D (80); C is held from three places and retains itself (64); B is
+  // inside A's; F is unreachable (0).
+  CHECK(rows["(gc)"].objects == 4);
+  CHECK(rows["(gc)"].bytes == 32 + 32 + 64 + 16);
+  CHECK(rows["(gc)"].retained == 80 + 64);
+  CHECK(rows["(gc_atomic)"].retained == 16);
+  CHECK(rows["(gc_uncollectable)"].retained == 16);
+  CHECK(res.rows.front().name == "(gc)");
+  // By object: A first (80), then C (64).
+  RetainedResult byObject = retainedBy(s, a, at, RetainedBy::kObject, 2);
+  REQUIRE(byObject.rows.size() == 2);
+  CHECK(byObject.rows[0].retained == 80);
+  CHECK(byObject.rows[1].retained == 64);
+  // A point that is not just after a dumped GC.
+  CHECK_THROWS_AS(retainedBy(s, a, r.resolve("start"), RetainedBy::kType, 0), GraphError);
 }
