@@ -60,6 +60,7 @@ int run(Session& s, const po::variables_map& vm) {
   r.meta.push_back({"heap", o.heap});
   r.meta.push_back({"site", o.function + (o.location.empty() ? "" : " (" + o.location + ")")});
   r.meta.push_back({"birth", "seq " + num(o.birthSeq) + ", after GC " + num(o.birthGc) +
+                                 (o.birthEvent.empty() ? "" : " (after " + o.birthEvent + ")") +
                                  ", thread " + num(o.thread)});
   r.meta.push_back({"in-degree", num(o.inDegree)});
   r.meta.push_back({"retained", num(o.retained)});

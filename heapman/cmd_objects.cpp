@@ -41,11 +41,12 @@ int run(Session& s, const po::variables_map& vm) {
   r.warnings = replay::warnings(*s.replay);
   Table t{"objects",
           {{"address"}, {"size", true}, {"type"}, {"function"}, {"location"}, {"birth seq", true},
-           {"birth gc", true}, {"thread", true}, {"in-degree", true}, {"retained", true}},
+           {"birth gc", true}, {"after event"}, {"thread", true}, {"in-degree", true},
+           {"retained", true}},
           {}};
   for (const auto& o : res.rows)
     t.add({hex(o.address), num(o.size), o.type, o.function, o.location, num(o.birthSeq),
-           num(o.birthGc), num(o.thread), num(o.inDegree), num(o.retained)});
+           num(o.birthGc), o.birthEvent, num(o.thread), num(o.inDegree), num(o.retained)});
   r.tables.push_back(std::move(t));
   emit(r, outputOptions(vm));
   return kExitOk;

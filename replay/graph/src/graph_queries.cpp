@@ -152,6 +152,13 @@ NodeFacts factsOf(GraphSession& s, replay::Attribution& a, uint32_t n, bool with
   f.location = site.location;
   f.birthSeq = lo.birthSeq();
   f.birthGc = s.replay().epochOf(f.birthSeq);
+  const auto& events = s.replay().tables().events;  // in seq order
+  auto ev = std::upper_bound(events.begin(), events.end(), f.birthSeq,
+                             [](uint64_t seq, const replay::EventRecord& e) { return seq < e.seq; });
+  if (ev != events.begin()) {
+    --ev;
+    f.birthEvent = s.replay().tables().eventName(ev->nameId) + "#" + std::to_string(ev->occurrence);
+  }
   f.thread = info.thread;
   return f;
 }

@@ -61,6 +61,7 @@ struct NodeFacts {
   std::string location;  // its file:line
   uint64_t birthSeq = 0;
   uint32_t birthGc = 0;  // GcEnds before its birth
+  std::string birthEvent;  // the last custom event before its birth ("level_start#2"), or empty
   uint32_t thread = 0;
   uint32_t inDegree = 0;
   uint64_t retained = 0;
