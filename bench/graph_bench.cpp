@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     Dump d = generate(n, 14, local);
     dumpBytes = d.memoryBytes();
     size_t objs = d.objects.size();
-    std::vector<uint64_t> info(objs, 0);
+    std::vector<uint32_t> info(objs, 0);
     std::vector<uint8_t> flags(objs, kScan);
     std::vector<RootNode> roots(1);
     double t0 = now();

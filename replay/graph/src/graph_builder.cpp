@@ -104,7 +104,7 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
               return a.address < b.address;
             });
   size_t n = d.objects.size();
-  std::vector<uint64_t> info(n);
+  std::vector<uint32_t> info(n);
   std::vector<uint8_t> flags(n);
   uint64_t missing = 0;
   size_t j = 0;
@@ -116,7 +116,7 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
       continue;
     }
     const replay::LiveObject& o = live[j++];
-    info[i] = o.packed;
+    info[i] = o.info() + 1;
     switch (r.info(o.info()).heap) {
       case log::HeapKind::kGcAtomic: flags[i] = 0; break;
       case log::HeapKind::kGcUncollectable: flags[i] = kScan | kRootObject; break;

@@ -137,20 +137,19 @@ NodeFacts factsOf(GraphSession& s, replay::Attribution& a, uint32_t n, bool with
     return f;
   }
   f.kind = "object";
-  uint64_t packed = g.objectInfo(n);
-  if (!packed) {
+  uint32_t infoId = g.objectInfo(n);
+  if (!infoId) {
     f.type = "(untracked)";
     f.heap = "?";
     return f;
   }
-  replay::LiveObject lo{f.address, packed};
-  const replay::AllocInfo& info = s.replay().info(lo.info());
+  const replay::AllocInfo& info = s.replay().info(infoId - 1);
   f.type = replay::typeLabel(s.replay().tables(), info);
   f.heap = log::heapKindName(info.heap);
   const replay::Site& site = a.site(a.siteOf(info.stackId));
   f.function = site.function;
   f.location = site.location;
-  f.birthSeq = lo.birthSeq();
+  if (auto lo = s.replay().live().find(f.address)) f.birthSeq = lo->birthSeq();
   f.birthGc = s.replay().epochOf(f.birthSeq);
   const auto& events = s.replay().tables().events;  // in seq order
   auto ev = std::upper_bound(events.begin(), events.end(), f.birthSeq,
@@ -170,8 +169,8 @@ void prepareAll(GraphSession& s, replay::Attribution& a) {
   std::vector<bool> seen(s.replay().tables().infos.size());
   std::vector<uint32_t> ids;
   for (uint32_t n = g.firstObject(); n < g.nodeCount(); ++n)
-    if (uint64_t p = g.objectInfo(n)) {
-      uint32_t i = replay::LiveObject{0, p}.info();
+    if (uint32_t p = g.objectInfo(n)) {
+      uint32_t i = p - 1;
       if (i < seen.size() && !seen[i]) seen[i] = true, ids.push_back(i);
     }
   a.prepareInfos(ids);
@@ -224,8 +223,8 @@ ObjectResult describeObject(GraphSession& s, replay::Attribution& a, uint64_t li
   }
   res.found = true;
   res.object = factsOf(s, a, n, true);
-  if (uint64_t p = g.objectInfo(n)) {
-    uint32_t stack = s.replay().info(replay::LiveObject{0, p}.info()).stackId;
+  if (uint32_t p = g.objectInfo(n)) {
+    uint32_t stack = s.replay().info(p - 1).stackId;
     for (uint32_t node : s.replay().tables().stackNodes(stack))
       for (const replay::NamedFrame& f : a.namer().frames(node))
         res.stack.push_back(f.function + (f.location().empty() ? "" : " (" + f.location() + ")"));

@@ -6,7 +6,7 @@
 
 namespace heapman::graph {
 
-HeapGraph::HeapGraph(Dump dump, std::vector<uint64_t> objectInfo, std::vector<uint8_t> flags,
+HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<uint8_t> flags,
                      std::vector<RootNode> roots, Options options)
     : dump_(std::move(dump)),
       info_(std::move(objectInfo)),
@@ -36,7 +36,7 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint64_t> objectInfo, std::vector<ui
   for (uint32_t i = firstObject(); i < nodeCount(); ++i)
     if (!seen[i]) ++((flags_[i - firstObject()] & kUntracked) ? stats_.unreachableUntracked
                                                               : stats_.unreachable);
-  stats_.graphBytes = info_.capacity() * 8 + flags_.capacity() + offsets_.capacity() * 4 +
+  stats_.graphBytes = info_.capacity() * 4 + flags_.capacity() + offsets_.capacity() * 4 +
                       targets_.capacity() * 4 + map_.memoryBytes();
 }
 

@@ -12,8 +12,8 @@
 // pointing to one object are two edges). Stored as CSR: offsets (one u32 per node + 1, as edge
 // index) and targets (one u32 per edge), filled in two passes over the bytes (count, then fill).
 //
-// Memory beside the dump (Dump::memoryBytes): 8 bytes per object (live-set entry), 1 (flags),
-// 4 (CSR offset), the AddressMap's pages, and 4 bytes per edge.
+// Memory beside the dump (Dump::memoryBytes): per object 4 bytes (AllocInfo id), 1 (flags),
+// 4 (CSR offset), 4 (length in the AddressMap) and its page entries; 4 bytes per edge.
 #pragma once
 
 #include <cstdint>
@@ -71,10 +71,10 @@ class HeapGraph {
     bool interiorPointers = false;
   };
 
-  // Builds the graph from a dump. `objectInfo[i]` is the live-set entry of dump.objects[i]
-  // (LiveObject::packed, 0 when untracked), `flags[i]` its ObjectFlags; `roots[i]` describes
+  // Builds the graph from a dump. `objectInfo[i]` is the replay's AllocInfo id of
+  // dump.objects[i] plus 1 (0: untracked), `flags[i]` its ObjectFlags; `roots[i]` describes
   // dump.roots[i].
-  HeapGraph(Dump dump, std::vector<uint64_t> objectInfo, std::vector<uint8_t> flags,
+  HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<uint8_t> flags,
             std::vector<RootNode> roots, Options options);
 
   // The graph of GC `gc` of a replay: seeks it to gc:N for the live set and reads the root set
@@ -97,7 +97,8 @@ class HeapGraph {
     return s ? std::span<const uint8_t>(dump_.data(*s), s->length) : std::span<const uint8_t>();
   }
   const RootNode& root(uint32_t n) const { return roots_[n - 1]; }
-  uint64_t objectInfo(uint32_t n) const { return info_[n - firstObject()]; }
+  // AllocInfo id + 1, 0 when untracked (birth: the replay's live set at gc:N has it).
+  uint32_t objectInfo(uint32_t n) const { return info_[n - firstObject()]; }
   uint8_t objectFlags(uint32_t n) const { return flags_[n - firstObject()]; }
 
   std::span<const uint32_t> out(uint32_t n) const {
@@ -129,7 +130,7 @@ class HeapGraph {
   void scanAll();
 
   Dump dump_;
-  std::vector<uint64_t> info_;
+  std::vector<uint32_t> info_;
   std::vector<uint8_t> flags_;
   std::vector<RootNode> roots_;
   Options options_;
