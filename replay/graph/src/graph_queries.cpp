@@ -33,10 +33,11 @@ template <class F>
 void forEachPointer(const HeapGraph& g, uint32_t from, F&& f) {
   std::span<const uint8_t> b = g.bytes(from);
   uint64_t a = g.address(from);
+  bool interior = g.interiorFrom(from);
   for (uint64_t off = (8 - (a & 7)) & 7; off + 8 <= b.size(); off += 8) {
     uint64_t v;
     std::memcpy(&v, b.data() + off, 8);
-    uint32_t t = g.objectAt(v);
+    uint32_t t = g.objectAt(v, interior);
     if (t != kNoNode) f(off, v, t);
   }
 }

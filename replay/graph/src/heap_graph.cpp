@@ -70,7 +70,8 @@ void HeapGraph::scanAll() {
     if (flags_[i] & kRootObject) edge(0, first + i);
 
   uint64_t edges = 0, rootEdges = 0, misses = 0, scanned = 0, skipped = 0, bytes = 0;
-  auto scan = [&](uint32_t node, const DumpSegment& s) {
+  // acceptInterior: interiorFrom(node) (the collector's setting; thread stacks always).
+  auto scan = [&](uint32_t node, const DumpSegment& s, bool acceptInterior) {
     const uint8_t* p = dump_.data(s);
     uint64_t skip = (8 - (s.address & 7)) & 7;  // the collector scans aligned words only
     if (s.length < skip + 8) return uint64_t{0};
@@ -79,7 +80,7 @@ void HeapGraph::scanAll() {
     for (const uint8_t* w = p + skip; w < end; w += 8) {
       uint64_t v;
       std::memcpy(&v, w, 8);
-      uint32_t t = map_.find(v, interior);
+      uint32_t t = map_.find(v, acceptInterior);
       if (t != AddressMap::kNone) {
         edge(node, first + t);
         ++n;
@@ -90,7 +91,8 @@ void HeapGraph::scanAll() {
     bytes += s.length;
     return n;
   };
-  for (uint32_t r = 0; r < rootCount(); ++r) rootEdges += scan(r + 1, dump_.roots[r]);
+  for (uint32_t r = 0; r < rootCount(); ++r)
+    rootEdges += scan(r + 1, dump_.roots[r], interiorFrom(r + 1));
   edges = rootEdges;
   for (uint32_t i = 0; i < flags_.size(); ++i) {
     if (!(flags_[i] & kScan)) {
@@ -98,7 +100,7 @@ void HeapGraph::scanAll() {
       continue;
     }
     ++scanned;
-    edges += scan(first + i, dump_.objects[i]);
+    edges += scan(first + i, dump_.objects[i], interior);
   }
   if constexpr (!kFill) {
     stats_.edges = edges;

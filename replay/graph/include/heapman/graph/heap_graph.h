@@ -8,7 +8,8 @@
 //
 // Edges: every pointer-aligned word of a root range and of an object the collector scans (not
 // atomic / pointer-free kinds) whose value lands in an object: anywhere in it when the recorded
-// collector accepts interior pointers, else only at its start. One edge per word (two fields
+// collector accepts interior pointers (and always from thread stacks, as bdwgc), else only at
+// its start. One edge per word (two fields
 // pointing to one object are two edges). Stored as CSR: offsets (one u32 per node + 1, as edge
 // index) and targets (one u32 per edge), filled in two passes over the bytes (count, then fill).
 //
@@ -113,6 +114,15 @@ class HeapGraph {
     return i == AddressMap::kNone ? kNoNode : i + firstObject();
   }
   uint32_t objectAt(uint64_t address) const { return objectAt(address, options_.interiorPointers); }
+  // Whether the words of node n count when they point inside an object: the collector's setting,
+  // and always for thread stacks (bdwgc's GC_mark_and_push_stack: a register or a local may
+  // point into an object).
+  bool interiorFrom(uint32_t n) const {
+    if (options_.interiorPointers) return true;
+    if (!isRoot(n)) return false;
+    log::RootSource s = root(n).source;
+    return s == log::RootSource::kThreadStack || s == log::RootSource::kMonoStack;
+  }
   const Options& options() const { return options_; }
   const GraphStats& stats() const { return stats_; }
   const Dump& dump() const { return dump_; }
