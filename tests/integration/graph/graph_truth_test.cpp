@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "heapman/graph/dominators.h"
 #include "heapman/graph/heap_graph.h"
@@ -35,13 +36,16 @@ struct Truth {
 };
 
 void recordTruth(Truth& t) {
-  char dir[] = "/tmp/heapman-graph-XXXXXX";
-  REQUIRE(mkdtemp(dir));
-  t.dir = dir;
-  t.log = std::string(dir) + "/truth.hml";
-  std::string out = std::string(dir) + "/truth.out";
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-graph-XXXXXX";
+  std::vector<char> dir(pattern.begin(), pattern.end());
+  dir.push_back('\0');
+  REQUIRE(mkdtemp(dir.data()));
+  t.dir = dir.data();
+  t.log = t.dir + "/truth.hml";
+  std::string out = t.dir + "/truth.out";
   std::string cmd = std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + t.log +
-                    "' -- '" + GRAPH_TRUTH + "' > '" + out + "' 2> '" + dir + "/truth.err'";
+                    "' -- '" + GRAPH_TRUTH + "' > '" + out + "' 2> '" + t.dir + "/truth.err'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(out);
   std::string name, value;
