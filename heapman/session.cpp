@@ -14,11 +14,13 @@ namespace fs = std::filesystem;
 
 extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb, kAllocsVerb,
     kTypesVerb, kCompareVerb, kStacksVerb;
+extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb;  // heap graph
 
 const std::vector<ReplayVerb>& replayVerbs() {
   static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
                                          kGcsVerb,    kEventsVerb, kAllocsVerb,
-                                         kTypesVerb,  kCompareVerb, kStacksVerb};
+                                         kTypesVerb,  kCompareVerb, kStacksVerb,
+                                         kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb};
   return v;
 }
 

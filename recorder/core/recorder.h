@@ -145,6 +145,7 @@ struct State {
   Follow follow = Follow::kNone;
   char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
   char monoVersion[64] = {};           // set when the program is Mono (hooks/mono.cpp)
+  int8_t gcInteriorPointers = -1;      // libgc's GC_all_interior_pointers at start; -1: unknown
   bool recordNative = true;            // glibc malloc family (off in Mono unless asked for)
   std::atomic<void*> spareDump{nullptr};  // a used RamDump block for the next dump (gc_events.h)
   std::atomic<void*> spareMarks{nullptr}; // a used MarkSnapshot block for the next collection

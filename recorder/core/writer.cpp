@@ -291,6 +291,8 @@ class Writer {
       const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
       h.options.push_back({"ram_dumps", dumps && *dumps ? dumps : "off"});
     }
+    if (g.gcInteriorPointers >= 0)  // the heap graph follows interior pointers only if it is 1
+      h.options.push_back({"gc_all_interior_pointers", std::to_string(g.gcInteriorPointers)});
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     h.hostname = host;

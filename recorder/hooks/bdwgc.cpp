@@ -505,6 +505,10 @@ void initBdwgc() {
     std::snprintf(g.bdwgcVersion, sizeof g.bdwgcVersion, "%u.%u.%u", v >> 16,
                   (v >> 8) & 0xFF, v & 0xFF);
   }
+  // Whether the collector takes interior pointers (Debian's libgc: yes, unless the program turns
+  // it off before GC_INIT): the heap graph follows the same rule. Read once, at start.
+  if (auto* interior = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "GC_get_all_interior_pointers")))
+    g.gcInteriorPointers = static_cast<int8_t>(interior() != 0);
   real_GC_set_on_collection_event.get()(onCollectionEvent);
   real_GC_set_on_thread_event.get()(onThreadEvent);
   real_GC_register_has_static_roots_callback.get()(onStaticRoots);

@@ -764,6 +764,10 @@ void initMono() {
   char* version = info ? info() : nullptr;
   std::snprintf(g.monoVersion, sizeof g.monoVersion, "%s", version ? version : "unknown");
   if (version) free(version);  // g_strdup'd: glib's allocator is malloc
+  // Whether its Boehm collector takes interior pointers from the heap and static data (the heap
+  // graph follows the same rule). mono-boehm's build says 0, before and after start-up.
+  if (auto* interior = static_cast<int*>(dlsym(RTLD_DEFAULT, "GC_all_interior_pointers")))
+    g.gcInteriorPointers = static_cast<int8_t>(*interior != 0);
   const char* nativeToo = getenv("HEAPMAN_MONO_MALLOC");
   g.recordNative = nativeToo && std::strcmp(nativeToo, "1") == 0;
 }

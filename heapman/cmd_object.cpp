@@ -1,0 +1,90 @@
+// heapman object LOG --at gc:N ADDR: the allocation containing ADDR after a dumped collection
+// (or "in no object" with the nearest ones): type, site, birth, stack, its words in hex and ASCII
+// with each pointer annotated, then who points to it (with the field offsets) and what it points to.
+#include "heapman/graph/graph_queries.h"
+#include "session.h"
+
+namespace heapman::cli {
+
+namespace {
+
+void options(po::options_description& o, po::positional_options_description& pos) {
+  o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
+      "address", po::value<std::string>(), "the address (hex)")(
+      "limit", po::value<size_t>()->default_value(100), "at most N references each way");
+  pos.add("address", 1);
+  addQueryOptions(o);
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+Table refTable(const char* name, const std::vector<graph::Reference>& refs, bool incoming) {
+  Table t{name,
+          {{incoming ? "from" : "to"}, {"type"}, {"function"}, {"offset", true}, {"value"}},
+          {}};
+  for (const auto& x : refs)
+    t.add({x.other.kind == "object" ? hex(x.other.address) : x.other.type, x.other.type,
+           x.other.function, num(x.offset), hex(x.target)});
+  return t;
+}
+
+int run(Session& s, const po::variables_map& vm) {
+  if (!vm.count("address")) throw UsageError("no address given\nusage: heapman object LOG --at gc:N ADDR");
+  uint64_t address = graph::parseAddress(vm["address"].as<std::string>());
+  replay::Exclusions ex = exclusionsOf(vm);
+  uint64_t at = pointOf(s, vm, "at", "end");
+  replay::Attribution a(s.replay->tables(), *s.namer, ex);
+  graph::ObjectResult res = graph::describeObject(graph::graphSessionFor(*s.replay), a, at,
+                                                  address, vm["limit"].as<size_t>());
+  Report r;
+  r.query = "object";
+  r.meta = {{"log", s.path}, {"point", "gc:" + std::to_string(res.gc)}, {"address", hex(address)}};
+  r.warnings = replay::warnings(*s.replay);
+  if (!res.found) {
+    Table t{"nearest", {{"address"}, {"size", true}, {"type"}, {"function"}}, {}};
+    for (const auto& n : res.nearest) t.add({hex(n.address), num(n.size), n.type, n.function});
+    r.tables.push_back(std::move(t));
+    std::fprintf(stderr, "heapman object: %s is in no object alive at GC %u; the nearest ones:\n",
+                 hex(address).c_str(), res.gc);
+    emit(r, outputOptions(vm));
+    return kExitUsage;
+  }
+  const graph::NodeFacts& o = res.object;
+  r.meta.push_back({"object", hex(o.address) + " (+" + std::to_string(address - o.address) + ")"});
+  r.meta.push_back({"size", num(o.size)});
+  r.meta.push_back({"type", o.type});
+  r.meta.push_back({"heap", o.heap});
+  r.meta.push_back({"site", o.function + (o.location.empty() ? "" : " (" + o.location + ")")});
+  r.meta.push_back({"birth", "seq " + num(o.birthSeq) + ", after GC " + num(o.birthGc) +
+                                 (o.birthEvent.empty() ? "" : " (after " + o.birthEvent + ")") +
+                                 ", thread " + num(o.thread)});
+  r.meta.push_back({"in-degree", num(o.inDegree)});
+  r.meta.push_back({"retained", num(o.retained)});
+  Table stack{"stack", {{"frame"}}, {}};
+  for (const auto& f : res.stack) stack.add({f});
+  Table words{"words", {{"offset", true}, {"value"}, {"ascii"}, {"points to"}}, {}};
+  for (const auto& w : res.words) {
+    char v[24];
+    std::snprintf(v, sizeof v, "%016llx", static_cast<unsigned long long>(w.value));
+    words.add({num(w.offset), v, w.ascii, w.pointsTo});
+  }
+  r.tables.push_back(std::move(words));
+  r.tables.push_back(refTable("pointed_to_by", res.in, true));
+  r.tables.push_back(refTable("points_to", res.out, false));
+  r.tables.push_back(std::move(stack));
+  r.meta.push_back({"references", num(res.inTotal) + " in, " + num(res.outTotal) + " out"});
+  emit(r, outputOptions(vm));
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const ReplayVerb kObjectVerb{"object", "--at gc:N ADDR",
+                                    "the object containing an address: contents, pointers in and out",
+                                    options, run};
+
+}  // namespace heapman::cli

@@ -1,0 +1,59 @@
+// heapman refs LOG --at gc:N ADDR [--in|--out] [--depth N]: what points to the object containing
+// ADDR (--in, the default) or what it points to (--out), breadth-first to a depth.
+#include "heapman/graph/graph_queries.h"
+#include "session.h"
+
+namespace heapman::cli {
+
+namespace {
+
+void options(po::options_description& o, po::positional_options_description& pos) {
+  o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
+      "address", po::value<std::string>(), "the address (hex)")("in", "who points to it (default)")(
+      "out", "what it points to")("depth", po::value<uint32_t>()->default_value(1),
+                                  "levels to follow")(
+      "limit", po::value<size_t>()->default_value(1000), "at most N rows");
+  pos.add("address", 1);
+  addQueryOptions(o);
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string label(const graph::NodeFacts& f) { return f.kind == "object" ? hex(f.address) : f.type; }
+
+int run(Session& s, const po::variables_map& vm) {
+  if (!vm.count("address")) throw UsageError("no address given\nusage: heapman refs LOG --at gc:N ADDR");
+  if (vm.count("in") && vm.count("out")) throw UsageError("give --in or --out, not both");
+  uint64_t address = graph::parseAddress(vm["address"].as<std::string>());
+  replay::Exclusions ex = exclusionsOf(vm);
+  uint64_t at = pointOf(s, vm, "at", "end");
+  bool incoming = !vm.count("out");
+  replay::Attribution a(s.replay->tables(), *s.namer, ex);
+  auto rows = graph::references(graph::graphSessionFor(*s.replay), a, at, address, incoming,
+                                vm["depth"].as<uint32_t>(), vm["limit"].as<size_t>());
+  Report r;
+  r.query = "refs";
+  r.meta = {{"log", s.path}, {"address", hex(address)}, {"direction", incoming ? "in" : "out"}};
+  r.warnings = replay::warnings(*s.replay);
+  Table t{"refs",
+          {{"depth", true}, {"from"}, {"from type"}, {"offset", true}, {"to"}, {"to type"},
+           {"to size", true}},
+          {}};
+  for (const auto& x : rows)
+    t.add({num(x.depth), label(x.from), x.from.type, num(x.offset), label(x.to), x.to.type,
+           num(x.to.size)});
+  r.tables.push_back(std::move(t));
+  emit(r, outputOptions(vm));
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const ReplayVerb kRefsVerb{"refs", "--at gc:N ADDR [--in|--out] [--depth N]",
+                                  "references to or from an object, to a depth", options, run};
+
+}  // namespace heapman::cli

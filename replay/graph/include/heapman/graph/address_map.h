@@ -1,0 +1,147 @@
+// AddressMap: which object contains an address, in O(1), through a table of 4 KiB pages.
+//
+// Objects are given as ascending, non-overlapping (address, length) ranges, numbered 0..n-1 in
+// that order. Every page an object touches has an entry: a bitmap of the 8-byte granules where
+// objects start (512 bits), the running count of set bits before each 64-bit word, the number
+// of the first object starting in the page, and the object that covers the page's first byte
+// while starting before it ("carry"). A lookup finds the page through a two-level table (1 GiB
+// regions, then 2^18 page slots of 4 bytes), the last object start at or below the address in
+// the bitmap (one word, a leading-zero count, and a popcount), or else the carry, then checks
+// the object's end. No binary search.
+//
+// Memory: 4 bytes per object (its length), 96 per touched page, 1 MiB per touched 1 GiB region.
+// The object's start comes from its bit, so a lookup reads one per-object value (the length).
+// Precondition: object addresses are multiples of 8 (collector objects are granule-aligned).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace heapman::graph {
+
+class AddressMap {
+ public:
+  static constexpr uint32_t kNone = UINT32_MAX;
+
+  // `address(i)` and `length(i)` of object i, ascending.
+  template <class Address, class Length>
+  void build(uint32_t n, Address&& address, Length&& length);
+
+  // The object containing p (interior: anywhere in it; else only its first byte), or kNone.
+  uint32_t find(uint64_t p, bool interior) const {
+    if (p - low_ >= span_) return kNone;
+    const Page* pg = page(p);
+    if (!pg) return kNone;
+    uint32_t g = static_cast<uint32_t>((p & 4095) >> 3);
+    uint32_t w = g >> 6;
+    uint64_t bits = pg->bits[w] & (~uint64_t{0} >> (63 - (g & 63)));
+    uint32_t obj;
+    uint64_t a;  // the object's start, from its bit: no load of a per-object table
+    if (bits) {
+      obj = pg->first + pg->before[w] + static_cast<uint32_t>(__builtin_popcountll(bits)) - 1;
+      a = (p & ~uint64_t{4095}) + 8 * (64 * w + 63 - static_cast<uint32_t>(__builtin_clzll(bits)));
+    } else {
+      while (w > 0 && !pg->bits[w - 1]) --w;
+      if (w == 0) {
+        obj = pg->carry;
+        if (obj == kNone) return kNone;
+        a = pg->carryStart;
+      } else {
+        obj = pg->first + pg->before[w] - 1;  // the last start in an earlier word
+        a = (p & ~uint64_t{4095}) +
+            8 * (64 * (w - 1) + 63 - static_cast<uint32_t>(__builtin_clzll(pg->bits[w - 1])));
+      }
+    }
+    if (interior ? p - a >= lengths_[obj] : p != a) return kNone;
+    return obj;
+  }
+  // Whether p falls in a page that holds part of an object (for "hits in no object").
+  bool inObjectPage(uint64_t p) const { return p - low_ < span_ && page(p); }
+
+  size_t memoryBytes() const {
+    return pages_.capacity() * sizeof(Page) + regions_.size() * kRegionPages * 4 +
+           lengths_.capacity() * 4;
+  }
+
+ private:
+  static constexpr unsigned kRegionShift = 30;
+  static constexpr uint32_t kRegionPages = 1u << (kRegionShift - 12);
+  struct Page {
+    uint64_t bits[8];
+    uint16_t before[8];  // set bits in bits[0..i)
+    uint32_t first;       // number of the first object starting in this page
+    uint32_t carry;       // object covering the page start, started earlier, or kNone
+    uint64_t carryStart;  // its address
+  };
+  struct Region {
+    uint64_t base;  // address >> kRegionShift
+    std::unique_ptr<uint32_t[]> slots;  // page index + 1, 0: no page
+  };
+
+  const Page* page(uint64_t p) const {
+    uint64_t r = p >> kRegionShift;
+    const Region* reg = nullptr;
+    if (r == lastRegion_) {
+      reg = &regions_[lastRegionIndex_];
+    } else {
+      for (size_t i = 0; i < regions_.size(); ++i)
+        if (regions_[i].base == r) {
+          reg = &regions_[i];
+          lastRegion_ = r;
+          lastRegionIndex_ = i;
+          break;
+        }
+      if (!reg) return nullptr;
+    }
+    uint32_t s = reg->slots[(p >> 12) & (kRegionPages - 1)];
+    return s ? &pages_[s - 1] : nullptr;
+  }
+  Page& touch(uint64_t pageAddress);
+
+  uint64_t low_ = 0, span_ = 0;
+  std::vector<Page> pages_;
+  std::vector<Region> regions_;
+  mutable uint64_t lastRegion_ = UINT64_MAX;
+  mutable size_t lastRegionIndex_ = 0;
+  std::vector<uint32_t> lengths_;  // clamped to 4 GiB - 1
+};
+
+template <class Address, class Length>
+void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
+  pages_.clear();
+  regions_.clear();
+  lastRegion_ = UINT64_MAX;
+  lengths_.resize(n);
+  if (n == 0) {
+    low_ = 1, span_ = 0;
+    return;
+  }
+  low_ = address(0);
+  span_ = address(n - 1) + length(n - 1) - low_;
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t a = address(i), len = length(i);
+    lengths_[i] = static_cast<uint32_t>(std::min<uint64_t>(len, UINT32_MAX));
+    uint64_t end = a + std::max<uint64_t>(len, 1);
+    Page& start = touch(a & ~uint64_t{4095});
+    uint32_t g = static_cast<uint32_t>((a & 4095) >> 3);
+    if (start.first == kNone) start.first = i;
+    start.bits[g >> 6] |= uint64_t{1} << (g & 63);
+    for (uint64_t pa = (a & ~uint64_t{4095}) + 4096; pa < end; pa += 4096) {
+      Page& p = touch(pa);
+      p.carry = i;
+      p.carryStart = a;
+    }
+  }
+  for (Page& p : pages_) {
+    uint16_t c = 0;
+    for (int w = 0; w < 8; ++w) {
+      p.before[w] = c;
+      c = static_cast<uint16_t>(c + __builtin_popcountll(p.bits[w]));
+    }
+  }
+}
+
+}  // namespace heapman::graph

@@ -1,0 +1,31 @@
+// Dominator tree and retained sizes of a graph in CSR form, from one root (for a HeapGraph: the
+// super-root, node 0, which points to every root range and uncollectable object).
+//
+// Semi-NCA (Georgiadis, Tarjan, Werneck; the variant LLVM's dominator tree and LeakCanary use):
+// an iterative depth-first numbering, semidominators in reverse preorder through an iterative
+// path-compressing eval, then each node's immediate dominator as the nearest common ancestor of
+// its DFS parent and its semidominator. No recursion anywhere: a heap's chains (linked lists) are
+// millions deep. Time O(E log V) worst case, near-linear in practice; memory about 24 bytes per
+// node plus 4 per edge (the reverse edges, freed before returning).
+//
+// Retained size of a node: its own size plus that of every node it dominates, summed in reverse
+// preorder (a node's dominator precedes it). Unreachable nodes have idom kNoNode and retain 0.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace heapman::graph {
+
+struct DominatorTree {
+  std::vector<uint32_t> idom;      // per node; idom[root] == root; unreachable: UINT32_MAX
+  std::vector<uint64_t> retained;  // per node
+  uint32_t reachable = 0;
+};
+
+// offsets: n + 1 entries (edges of node v are targets[offsets[v] .. offsets[v + 1])); sizes: n.
+DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint32_t> targets,
+                         uint32_t root, const std::vector<uint64_t>& sizes);
+
+}  // namespace heapman::graph

@@ -1,0 +1,137 @@
+// Queries over the heap graph of a dumped GC, for heapman's objects / object / refs / retained
+// verbs. They compute rows; heapman formats them.
+//
+// GraphSession keeps the graph and dominator tree of the last GC asked for (the shell asks many
+// questions of one point: the graph is built once). A point names a dumped GC when it resolves to
+// just after that GC ("gc:N", or an event or seq that falls exactly there).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+#include <cstring>
+
+#include "heapman/graph/dominators.h"
+#include "heapman/graph/heap_graph.h"
+#include "heapman/replay/frames.h"
+
+namespace heapman::graph {
+
+class GraphSession {
+ public:
+  explicit GraphSession(replay::Replay& r) : r_(r), store_(r.reader()) {}
+  // The graph of the dumped GC that `limit` (a resolved point) names; GraphError otherwise.
+  const HeapGraph& at(uint64_t limit);
+  // Dominators of the current graph (computed on first use).
+  const DominatorTree& dominatorTree();
+  // In-degree of every node of the current graph (computed on first use).
+  const std::vector<uint32_t>& inDegrees();
+  // The current graph (precondition: at() succeeded).
+  const HeapGraph& graph() const { return *graph_; }
+  replay::Replay& replay() { return r_; }
+  DumpStore& store() { return store_; }
+
+ private:
+  std::vector<uint32_t> inDegree_;
+  replay::Replay& r_;
+  DumpStore store_;
+  std::unique_ptr<HeapGraph> graph_;
+  std::optional<DominatorTree> dom_;
+};
+
+// The GraphSession of a Replay, kept for the life of the process (the shell's verbs share it).
+// Precondition: the Replay outlives its use here.
+GraphSession& graphSessionFor(replay::Replay& r);
+
+// An address as the verbs take it: hex with or without 0x. GraphError when it is not one.
+uint64_t parseAddress(const std::string& text);
+
+// Labels of a node: "0x55d0c0a01230", "thread 1 stack", "(super-root)".
+std::string nodeName(const HeapGraph& g, uint32_t n);
+
+struct NodeFacts {
+  uint32_t node = kNoNode;
+  uint64_t address = 0, size = 0;
+  std::string kind;      // "object", "root", "super-root"
+  std::string type;      // type label, root label
+  std::string heap;      // heap kind; "" for roots
+  std::string function;  // blame site of the allocation stack
+  std::string location;  // its file:line
+  uint64_t birthSeq = 0;
+  uint32_t birthGc = 0;  // GcEnds before its birth
+  std::string birthEvent;  // the last custom event before its birth ("level_start#2"), or empty
+  uint32_t thread = 0;
+  uint32_t inDegree = 0;
+  uint64_t retained = 0;
+};
+NodeFacts factsOf(GraphSession& s, replay::Attribution& a, uint32_t n, bool withRetained);
+
+// ---- objects: filtered by type or blame function, by retained size ------------------------------
+struct ObjectsFilter {
+  std::string typeRegex, functionRegex;  // empty: any; ReplayError when one does not compile
+  size_t top = 0;                        // 0: all
+  bool unreachableOnly = false;          // only objects no root reaches (should be none)
+};
+struct ObjectsResult {
+  uint32_t gc = 0;
+  uint64_t matched = 0, matchedBytes = 0;
+  std::vector<NodeFacts> rows;  // by retained size, descending
+};
+ObjectsResult listObjects(GraphSession& s, replay::Attribution& a, uint64_t limit,
+                          const ObjectsFilter& f);
+
+// ---- object: the allocation containing an address ------------------------------------------------
+struct Reference {
+  NodeFacts other;       // the node pointing (in) or pointed to (out)
+  uint64_t offset = 0;   // of the word in the pointing node's bytes
+  uint64_t target = 0;   // the word's value
+};
+struct WordView {
+  uint64_t offset = 0;
+  uint64_t value = 0;
+  std::string ascii;     // 8 characters, '.' for unprintable
+  std::string pointsTo;  // "0x... (+16) type" when the word lands in an object
+};
+struct ObjectResult {
+  uint32_t gc = 0;
+  uint64_t address = 0;
+  bool found = false;
+  NodeFacts object;
+  std::vector<NodeFacts> nearest;  // when not found: the objects just below and above
+  std::vector<std::string> stack;  // allocation stack, leaf first ("function (file:line)")
+  std::vector<WordView> words;     // up to 64 words
+  std::vector<Reference> in, out;  // up to `limit` each
+  uint64_t inTotal = 0, outTotal = 0;
+};
+ObjectResult describeObject(GraphSession& s, replay::Attribution& a, uint64_t limit,
+                            uint64_t address, size_t refLimit);
+
+// ---- refs: references in or out, to a depth --------------------------------------------------------
+struct RefRow {
+  uint32_t depth = 0;
+  NodeFacts from, to;
+  uint64_t offset = 0;  // of the pointer word in `from`
+};
+// Breadth-first from the object containing `address`; `incoming`: who points to it, else what it
+// points to. At most `maxRows` rows.
+std::vector<RefRow> references(GraphSession& s, replay::Attribution& a, uint64_t limit,
+                               uint64_t address, bool incoming, uint32_t depth, size_t maxRows);
+
+// ---- retained: by object, type or blame function ------------------------------------------------
+enum class RetainedBy { kObject, kType, kFunction };
+struct RetainedRow {
+  std::string name, module, location;  // object rows: address in name, type in module
+  uint64_t objects = 0, bytes = 0;      // own
+  uint64_t retained = 0;                // no double counting within the row (MAT's rule)
+};
+struct RetainedResult {
+  uint32_t gc = 0;
+  uint64_t totalObjects = 0, totalBytes = 0, reachable = 0;
+  std::vector<RetainedRow> rows;
+};
+RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limit, RetainedBy by,
+                          size_t top);
+
+}  // namespace heapman::graph

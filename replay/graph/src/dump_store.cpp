@@ -1,0 +1,223 @@
+// DumpStore (dump_store.h).
+#include "heapman/graph/dump_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "heapman/logformat/bytes.h"
+
+namespace heapman::graph {
+
+DumpStore::DumpStore(const log::LogReader& reader) : reader_(reader) {
+  for (const log::ChunkRef& c : reader.chunks())
+    if (c.header.type == static_cast<uint16_t>(log::ChunkType::kRamDump)) ram_.push_back(&c);
+  chunkGcs_.resize(ram_.size());
+}
+
+template <class F>
+void DumpStore::parse(size_t ramIndex, std::span<const uint8_t> raw, F&& f) const {
+  const log::ChunkRef& c = *ram_[ramIndex];
+  try {
+    log::ByteCursor in(raw.data(), raw.data() + raw.size());
+    while (!in.atEnd()) {
+      Header h;
+      h.kind = static_cast<log::SegmentKind>(in.byte());
+      h.stored = in.byte() & 1;
+      h.gc = static_cast<uint32_t>(in.varint());
+      h.address = in.varint();
+      h.length = in.varint();
+      h.hash = in.u64();
+      h.bytesAt = static_cast<uint32_t>(in.position() - raw.data());
+      if (h.stored) in.take(h.length);
+      f(h);
+    }
+  } catch (const log::CursorOverrun& e) {
+    throw log::FormatError(log::ErrorCode::kBadRecord, c.offset, c.number,
+                           std::string("RAM dump segment: ") + e.what());
+  }
+}
+
+void DumpStore::listGcs() {
+  if (listed_) return;
+  listed_ = true;
+  std::map<uint64_t, const log::IndexEntry*> byOffset;
+  if (reader_.index())
+    for (const log::IndexEntry& e : reader_.index()->chunks) byOffset[e.offset] = &e;
+  std::set<uint32_t> all;
+  for (size_t i = 0; i < ram_.size(); ++i) {
+    auto it = byOffset.find(ram_[i]->offset);
+    if (it != byOffset.end() && !it->second->gcNumbers.empty()) {
+      chunkGcs_[i] = it->second->gcNumbers;
+    } else {
+      std::set<uint32_t> in;
+      parse(i, reader_.payload(*ram_[i], buffer_), [&](const Header& h) { in.insert(h.gc); });
+      chunkGcs_[i].assign(in.begin(), in.end());
+    }
+    all.insert(chunkGcs_[i].begin(), chunkGcs_[i].end());
+  }
+  gcs_.assign(all.begin(), all.end());
+}
+
+const std::vector<uint32_t>& DumpStore::dumpedGcs() {
+  listGcs();
+  return gcs_;
+}
+
+bool DumpStore::has(uint32_t gc) {
+  listGcs();
+  return std::binary_search(gcs_.begin(), gcs_.end(), gc);
+}
+
+std::string DumpStore::describeDumped() {
+  listGcs();
+  if (gcs_.empty()) return "none";
+  std::string s = "GC ";
+  size_t shown = std::min<size_t>(gcs_.size(), 20);
+  for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + std::to_string(gcs_[i]);
+  if (shown < gcs_.size()) s += ", ... " + std::to_string(gcs_.back());
+  s += " (" + std::to_string(gcs_.size()) + (gcs_.size() == 1 ? " dump)" : " dumps)");
+  return s;
+}
+
+void DumpStore::addCopy(uint64_t hash, Where w) {
+  if ((copies_ + 1) * 2 > firstCopy_.size()) {
+    std::vector<Slot> old = std::move(firstCopy_);
+    firstCopy_.assign(std::max<size_t>(1024, old.size() * 2), Slot{0, {UINT32_MAX, 0}});
+    copies_ = 0;
+    for (const Slot& s : old)
+      if (s.where.chunk != UINT32_MAX) addCopy(s.hash, s.where);
+  }
+  size_t mask = firstCopy_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    Slot& s = firstCopy_[i];
+    if (s.where.chunk == UINT32_MAX) {
+      s = {hash, w};
+      ++copies_;
+      return;
+    }
+    if (s.hash == hash) return;  // the first copy stays
+  }
+}
+
+const DumpStore::Where* DumpStore::findCopy(uint64_t hash) const {
+  if (firstCopy_.empty()) return nullptr;
+  size_t mask = firstCopy_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const Slot& s = firstCopy_[i];
+    if (s.where.chunk == UINT32_MAX) return nullptr;
+    if (s.hash == hash) return &s.where;
+  }
+}
+
+namespace {
+
+// Joins the pieces the writer cut a long range into (kSegmentPiece, contiguous, same kind).
+void joinPieces(std::vector<DumpSegment>& v) {
+  size_t out = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (out && v[out - 1].kind == v[i].kind && v[out - 1].length % kSegmentPiece == 0 &&
+        v[out - 1].address + v[out - 1].length == v[i].address &&
+        v[out - 1].offset + v[out - 1].length == v[i].offset) {
+      v[out - 1].length += v[i].length;
+      continue;
+    }
+    v[out++] = v[i];
+  }
+  v.resize(out);
+}
+
+}  // namespace
+
+Dump DumpStore::load(uint32_t gc) {
+  if (!has(gc))
+    throw GraphError("no RAM dump at GC " + std::to_string(gc) + "; dumps in this log: " +
+                     describeDumped() +
+                     ". Record with `heaprec run --ram-dumps every` (or every:N, or event:NAME "
+                     "for the collection after a custom event)");
+  size_t first = ram_.size(), last = 0;
+  for (size_t i = 0; i < ram_.size(); ++i)
+    if (std::find(chunkGcs_[i].begin(), chunkGcs_[i].end(), gc) != chunkGcs_[i].end()) {
+      first = std::min(first, i);
+      last = i;
+    }
+
+  struct Piece {
+    DumpSegment seg;
+    Where from;  // deduplicated: where the first copy is
+  };
+  std::vector<Piece> pieces, deferred;
+  Dump d;
+  d.gc = gc;
+  uint64_t reserve = 0;
+  for (size_t i = first; i <= last; ++i) reserve += ram_[i]->header.rawLength;
+  d.bytes.reserve(reserve);
+  auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  // One pass: hash the chunks not hashed yet, take the GC's segments from its own chunks.
+  for (size_t i = std::min(hashed_, first); i <= last; ++i) {
+    auto raw = reader_.payload(*ram_[i], buffer_);
+    bool hashing = i >= hashed_, mine = i >= first;
+    parse(i, raw, [&](const Header& h) {
+      if (hashing && h.stored) addCopy(h.hash, Where{static_cast<uint32_t>(i), h.bytesAt});
+      if (!mine || h.gc != gc || h.length == 0) return;
+      DumpSegment seg{h.address, h.length, d.bytes.size(), h.kind};
+      if (h.stored) {
+        ++d.storedSegments;
+        d.bytes.insert(d.bytes.end(), raw.data() + h.bytesAt, raw.data() + h.bytesAt + h.length);
+        pieces.push_back({seg, {}});
+        return;
+      }
+      const Where* it = findCopy(h.hash);
+      if (!it)
+        throw log::FormatError(log::ErrorCode::kBadRecord, ram_[i]->offset, ram_[i]->number,
+                               "RAM dump segment at " + hex(h.address) +
+                                   " refers to content no earlier segment holds");
+      ++d.dedupSegments;
+      d.bytes.resize(d.bytes.size() + h.length);
+      pieces.push_back({seg, *it});
+      deferred.push_back({seg, *it});
+    });
+    hashed_ = std::max(hashed_, i + 1);
+  }
+  // The first copies, each chunk decompressed once.
+  std::sort(deferred.begin(), deferred.end(),
+            [](const Piece& a, const Piece& b) { return a.from.chunk < b.from.chunk; });
+  uint32_t loaded = UINT32_MAX;
+  std::span<const uint8_t> raw;
+  for (const Piece& p : deferred) {
+    if (p.from.chunk != loaded) {
+      raw = reader_.payload(*ram_[p.from.chunk], buffer_);
+      loaded = p.from.chunk;
+    }
+    if (uint64_t{p.from.offset} + p.seg.length > raw.size())
+      throw log::FormatError(log::ErrorCode::kBadRecord, ram_[p.from.chunk]->offset,
+                             ram_[p.from.chunk]->number, "RAM dump segment runs past its chunk");
+    std::memcpy(d.bytes.data() + p.seg.offset, raw.data() + p.from.offset, p.seg.length);
+  }
+  d.byteCount = d.bytes.size();
+
+  for (const Piece& p : pieces)
+    (p.seg.kind == log::SegmentKind::kObject ? d.objects : d.roots).push_back(p.seg);
+  joinPieces(d.objects);
+  joinPieces(d.roots);
+  std::sort(d.objects.begin(), d.objects.end(),
+            [](const DumpSegment& a, const DumpSegment& b) { return a.address < b.address; });
+  // Objects never overlap in a collector's heap; a repeated segment is dropped (counted).
+  size_t out = 0;
+  for (size_t i = 0; i < d.objects.size(); ++i) {
+    if (out && d.objects[i].address < d.objects[out - 1].address + d.objects[out - 1].length) {
+      ++d.overlapsDropped;
+      continue;
+    }
+    d.objects[out++] = d.objects[i];
+  }
+  d.objects.resize(out);
+  return d;
+}
+
+}  // namespace heapman::graph

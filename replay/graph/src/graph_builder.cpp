@@ -1,0 +1,140 @@
+// HeapGraph::atGc (heap_graph.h): a dump joined with the replay's live set and the GC's root set.
+#include <algorithm>
+#include <cstdio>
+#include <type_traits>
+
+#include "heapman/graph/heap_graph.h"
+#include "heapman/replay/replay.h"
+
+namespace heapman::graph {
+
+namespace {
+
+// The RootSet record of GC `gc`: decodes the records chunks that overlap the GC's sequence range.
+std::vector<log::RootEntry> rootSetOf(const replay::Replay& r, uint32_t gc) {
+  std::vector<log::RootEntry> out;
+  const replay::GcRecord* g = r.tables().gc(gc);
+  if (!g) return out;
+  const auto& chunks = r.reader().chunks();
+  std::vector<const log::ChunkRef*> recs;
+  for (const log::ChunkRef& c : chunks)
+    if (c.header.type == static_cast<uint16_t>(log::ChunkType::kRecords)) recs.push_back(&c);
+  std::vector<uint8_t> buf;
+  for (size_t i = 0; i < recs.size(); ++i) {
+    uint64_t from = recs[i]->header.firstSeq;
+    uint64_t to = i + 1 < recs.size() ? recs[i + 1]->header.firstSeq : UINT64_MAX;
+    if (to < g->beginSeq || from > g->endSeq) continue;
+    r.reader().decodeChunk(*recs[i], buf, [&](const auto& rec) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(rec)>, log::RootSet>)
+        if (rec.gcNumber == gc) out.insert(out.end(), rec.roots.begin(), rec.roots.end());
+    });
+  }
+  return out;
+}
+
+std::string baseName(const std::string& path) {
+  size_t s = path.rfind('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+RootNode describeRoot(const replay::Replay& r, const DumpSegment& s,
+                      const std::vector<log::RootEntry>& set) {
+  RootNode n;
+  n.source = s.kind == log::SegmentKind::kThreadStack ? log::RootSource::kThreadStack
+                                                      : log::RootSource::kStaticData;
+  for (const log::RootEntry& e : set)
+    if (s.address >= e.address && s.address < e.address + e.size) {
+      n.source = e.source;
+      n.thread = e.thread;
+      break;
+    }
+  switch (n.source) {
+    case log::RootSource::kThreadStack:
+    case log::RootSource::kMonoStack: {
+      n.label = "thread";
+      if (n.thread != log::kRecorderThread) {
+        n.label += " " + std::to_string(n.thread);
+        for (const log::ThreadStart& t : r.tables().threads)
+          if (t.index == n.thread && !t.name.empty()) n.label += " (" + t.name + ")";
+      }
+      n.label += " stack";
+      break;
+    }
+    case log::RootSource::kRegistered: n.label = "GC_add_roots range"; break;
+    default: {
+      n.label = log::rootSourceName(n.source);
+      for (const log::ModuleLoad& m : r.tables().modules) {
+        bool in = s.address >= m.base && s.address < m.base + m.size;
+        for (const log::ModuleSegment& seg : m.segments)
+          in = in || (s.address >= m.base + seg.vaddr && s.address < m.base + seg.vaddr + seg.memSize);
+        if (in) {
+          n.label = baseName(m.path) + " data";
+          break;
+        }
+      }
+    }
+  }
+  return n;
+}
+
+// Whether the recorded collector accepts interior pointers: the header option the recorder
+// writes ("gc_all_interior_pointers"), else the collector's default (Debian's libgc and Mono's
+// Boehm build both accept them).
+bool interiorPointers(const log::Header& h) {
+  for (const auto& [k, v] : h.options)
+    if (k == "gc_all_interior_pointers") return v != "0";
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, uint32_t gc) {
+  Dump d = store.load(gc);  // throws for a GC without a dump
+  r.seek(r.resolve("gc:" + std::to_string(gc)));
+  // Join the dump's objects (ascending) with the live set's objects of the collected heaps,
+  // sorted by address: one merge, no lookup per object.
+  std::vector<replay::LiveObject> live;
+  live.reserve(r.live().size());
+  r.live().forEach([&](const replay::LiveObject& o) {
+    log::HeapKind h = r.info(o.info()).heap;
+    if (h != log::HeapKind::kNative && h != log::HeapKind::kOther) live.push_back(o);
+  });
+  std::sort(live.begin(), live.end(),
+            [](const replay::LiveObject& a, const replay::LiveObject& b) {
+              return a.address < b.address;
+            });
+  size_t n = d.objects.size();
+  std::vector<uint32_t> info(n);
+  std::vector<uint8_t> flags(n);
+  uint64_t missing = 0;
+  size_t j = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t a = d.objects[i].address;
+    for (; j < live.size() && live[j].address < a; ++j) ++missing;  // live, not dumped
+    if (j == live.size() || live[j].address != a) {
+      flags[i] = kScan | kUntracked;  // kind unknown: scanned, as the collector's default kind
+      continue;
+    }
+    const replay::LiveObject& o = live[j++];
+    info[i] = o.info() + 1;
+    switch (r.info(o.info()).heap) {
+      case log::HeapKind::kGcAtomic: flags[i] = 0; break;
+      case log::HeapKind::kGcUncollectable: flags[i] = kScan | kRootObject; break;
+      default: flags[i] = kScan;
+    }
+  }
+  missing += live.size() - j;
+  std::vector<replay::LiveObject>().swap(live);
+  std::vector<log::RootEntry> set = rootSetOf(r, gc);
+  std::vector<RootNode> roots;
+  roots.reserve(d.roots.size());
+  for (const DumpSegment& s : d.roots) roots.push_back(describeRoot(r, s, set));
+  Options opt;
+  opt.interiorPointers = interiorPointers(r.reader().header());
+  auto g = std::make_unique<HeapGraph>(std::move(d), std::move(info), std::move(flags),
+                                       std::move(roots), opt);
+  g->stats_.liveNotDumped = missing;
+  return g;
+}
+
+}  // namespace heapman::graph

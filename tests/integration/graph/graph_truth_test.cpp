@@ -1,0 +1,229 @@
+// The heap graph of a real recorded bdwgc program (graph_truth.c) against what the program built:
+// the edges out of each of its objects are exactly its pointers, the atomic blob makes none, each
+// object is held from the root it was put in, and every object the collector kept is reachable
+// from the recorded roots.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "heapman/graph/dominators.h"
+#include "heapman/graph/heap_graph.h"
+#include "heapman/replay/replay.h"
+
+using namespace heapman;
+using namespace heapman::graph;
+
+namespace {
+
+struct Truth {
+  uint32_t gc = 0;
+  std::map<std::string, uint64_t> at;  // name -> address
+  std::string dir, log;
+  ~Truth() {
+    if (!dir.empty() && !std::getenv("HEAPMAN_KEEP_TEST_FILES")) std::filesystem::remove_all(dir);
+  }
+};
+
+void recordTruth(Truth& t) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-graph-XXXXXX";
+  std::vector<char> dir(pattern.begin(), pattern.end());
+  dir.push_back('\0');
+  REQUIRE(mkdtemp(dir.data()));
+  t.dir = dir.data();
+  t.log = t.dir + "/truth.hml";
+  std::string out = t.dir + "/truth.out";
+  std::string cmd = std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + t.log +
+                    "' -- '" + GRAPH_TRUTH + "' > '" + out + "' 2> '" + t.dir + "/truth.err'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(out);
+  std::string name, value;
+  while (in >> name >> value) {
+    if (name == "gc")
+      t.gc = static_cast<uint32_t>(std::stoul(value));
+    else
+      t.at[name] = std::stoull(value, nullptr, 16);
+  }
+}
+
+const Truth& truth() {
+  static Truth t;
+  if (t.dir.empty()) recordTruth(t);
+  return t;
+}
+
+std::multiset<uint64_t> outOf(const HeapGraph& g, uint32_t n) {
+  std::multiset<uint64_t> s;
+  for (uint32_t t : g.out(n)) s.insert(g.address(t));
+  return s;
+}
+
+// The root ranges that point to node n.
+std::set<log::RootSource> rootsPointingTo(const HeapGraph& g, uint32_t n) {
+  std::set<log::RootSource> s;
+  for (uint32_t r = 1; r <= g.rootCount(); ++r)
+    for (uint32_t t : g.out(r))
+      if (t == n) s.insert(g.root(r).source);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("heap graph of a recorded bdwgc program holds exactly its pointers", "[graph][truth]") {
+  const Truth& t = truth();
+  REQUIRE(t.gc > 0);
+  REQUIRE(t.at.size() == 5 + 7 + 3 + 5);
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(t.log, ro);
+  DumpStore store(r.reader());
+  auto g = HeapGraph::atGc(r, store, t.gc);
+  const GraphStats& s = g->stats();
+  INFO("objects " << s.objects << " edges " << s.edges << " untracked " << s.untracked
+                  << " live not dumped " << s.liveNotDumped << " unreachable " << s.unreachable);
+  // The recorder says how the collector was configured; Debian's libgc accepts interior pointers.
+  std::string interior;
+  for (const auto& [k, v] : r.reader().header().options)
+    if (k == "gc_all_interior_pointers") interior = v;
+  CHECK(interior == "1");
+  CHECK(g->options().interiorPointers);
+  CHECK(s.unreachable == 0);
+  CHECK(s.unreachableUntracked == 0);
+  CHECK(s.liveNotDumped == 0);
+
+  std::map<std::string, uint32_t> node;
+  for (const auto& [name, address] : t.at) {
+    INFO(name);
+    node[name] = g->objectAt(address, false);
+    REQUIRE(node[name] != kNoNode);
+    REQUIRE(g->address(node[name]) == address);
+  }
+  auto& at = t.at;
+  for (int i = 0; i < 5; ++i) {
+    std::multiset<uint64_t> want;
+    if (i < 4) want.insert(at.at("list" + std::to_string(i + 1)));
+    CHECK(outOf(*g, node["list" + std::to_string(i)]) == want);
+  }
+  // Preorder: tree0 (tree1 (tree2, tree3), tree4 (tree5, tree6)).
+  CHECK(outOf(*g, node["tree0"]) == std::multiset<uint64_t>{at.at("tree1"), at.at("tree4")});
+  CHECK(outOf(*g, node["tree1"]) == std::multiset<uint64_t>{at.at("tree2"), at.at("tree3")});
+  CHECK(outOf(*g, node["tree4"]) == std::multiset<uint64_t>{at.at("tree5"), at.at("tree6")});
+  for (const char* leaf : {"tree2", "tree3", "tree5", "tree6"}) CHECK(g->out(node[leaf]).empty());
+  CHECK(outOf(*g, node["cycle0"]) == std::multiset<uint64_t>{at.at("cycle1")});
+  CHECK(outOf(*g, node["cycle1"]) == std::multiset<uint64_t>{at.at("cycle2")});
+  CHECK(outOf(*g, node["cycle2"]) == std::multiset<uint64_t>{at.at("cycle0")});
+  for (const char* leaf : {"static_only", "stack_only", "added_root", "interior", "blob"})
+    CHECK(g->out(node[leaf]).empty());
+  CHECK_FALSE(g->objectFlags(node["blob"]) & kScan);  // atomic: its 32 pointers make no edge
+
+  // Where each is held from (other roots may hold stale copies on stacks, never in static data).
+  using RS = log::RootSource;
+  CHECK(rootsPointingTo(*g, node["list0"]).count(RS::kStaticData));
+  CHECK(rootsPointingTo(*g, node["tree0"]).count(RS::kStaticData));
+  CHECK(rootsPointingTo(*g, node["cycle0"]).count(RS::kStaticData));
+  CHECK(rootsPointingTo(*g, node["static_only"]).count(RS::kStaticData));
+  CHECK(rootsPointingTo(*g, node["interior"]).count(RS::kStaticData));  // 24 bytes in
+  CHECK(rootsPointingTo(*g, node["blob"]).count(RS::kStaticData));
+  auto stackOnly = rootsPointingTo(*g, node["stack_only"]);
+  CHECK(stackOnly == std::set<RS>{RS::kThreadStack});
+  auto added = rootsPointingTo(*g, node["added_root"]);
+  CHECK(added.count(RS::kRegistered));
+  CHECK_FALSE(added.count(RS::kStaticData));
+  // Nothing else points to the objects held only from roots.
+  for (const char* only : {"static_only", "stack_only", "added_root", "interior"})
+    for (uint32_t n = g->firstObject(); n < g->nodeCount(); ++n)
+      for (uint32_t to : g->out(n)) CHECK(to != node[only]);
+  // Every one of them is reachable: a path from the roots exists.
+  std::vector<bool> seen = g->reachable();
+  for (const auto& [name, n] : node) {
+    INFO(name);
+    CHECK(seen[n]);
+  }
+}
+
+TEST_CASE("dominators of a recorded program equal the brute-force reference", "[graph][truth]") {
+  const Truth& t = truth();
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(t.log, ro);
+  DumpStore store(r.reader());
+  auto g = HeapGraph::atGc(r, store, t.gc);
+  std::vector<uint64_t> sizes(g->nodeCount());
+  for (uint32_t n = g->firstObject(); n < g->nodeCount(); ++n) sizes[n] = g->size(n);
+  DominatorTree d = dominators(g->offsets(), g->targets(), 0, sizes);
+  // Reachable without node x: retained(x) = size(x) + what becomes unreachable.
+  auto reachWithout = [&](uint32_t x) {
+    std::vector<bool> seen(g->nodeCount());
+    std::vector<uint32_t> todo{0};
+    seen[0] = true;
+    while (!todo.empty()) {
+      uint32_t v = todo.back();
+      todo.pop_back();
+      for (uint32_t w : g->out(v))
+        if (w != x && !seen[w]) seen[w] = true, todo.push_back(w);
+    }
+    return seen;
+  };
+  std::vector<bool> all = reachWithout(kNoNode);
+  std::map<std::string, uint32_t> node;
+  for (const auto& [name, address] : t.at) node[name] = g->objectAt(address, false);
+  for (uint32_t x = 1; x < g->nodeCount(); ++x) {
+    if (!all[x]) continue;
+    std::vector<bool> without = reachWithout(x);
+    uint64_t retained = sizes[x];
+    for (uint32_t y = 0; y < g->nodeCount(); ++y)
+      if (y != x && all[y] && !without[y]) retained += sizes[y];
+    INFO("node " << x);
+    REQUIRE(d.retained[x] == retained);
+  }
+  // The list head retains the whole list; the tree root the tree.
+  uint64_t list = 0, tree = 0;
+  for (int i = 0; i < 5; ++i) list += g->size(node["list" + std::to_string(i)]);
+  for (int i = 0; i < 7; ++i) tree += g->size(node["tree" + std::to_string(i)]);
+  CHECK(d.retained[node["list0"]] == list);
+  CHECK(d.retained[node["tree0"]] == tree);
+  CHECK(d.idom[node["list4"]] == node["list3"]);
+}
+
+TEST_CASE("heapman's graph verbs on the recorded program", "[graph][truth]") {
+  const Truth& t = truth();
+  auto run = [&](const std::string& args, std::string& out) {
+    std::string cmd = std::string("'") + GRAPH_HEAPMAN + "' " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p);
+    char buf[4096];
+    out.clear();
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  char list1[32];
+  std::snprintf(list1, sizeof list1, "0x%llx", static_cast<unsigned long long>(t.at.at("list1")));
+  char list0[32];
+  std::snprintf(list0, sizeof list0, "0x%llx", static_cast<unsigned long long>(t.at.at("list0")));
+  std::string out, at = " --at gc:" + std::to_string(t.gc);
+  // object: the word at offset 0 of list0 points to list1.
+  REQUIRE(run("object '" + t.log + "'" + at + " " + list0 + " --no-symbols", out) == 0);
+  CHECK(out.find(std::string(list1) + " (gc)") != std::string::npos);
+  // refs --out of list0: exactly list1 at depth 1.
+  REQUIRE(run("refs '" + t.log + "'" + at + " " + list0 + " --out --csv - --no-symbols", out) == 0);
+  CHECK(out.find(std::string(",") + list1 + ",") != std::string::npos);
+  // A point without a dump, an address in no object, a bad regex: exit 2 and what to do.
+  CHECK(run("objects '" + t.log + "' --at start", out) == 2);
+  CHECK(out.find("--ram-dumps every") != std::string::npos);
+  CHECK(run("object '" + t.log + "'" + at + " 0x10", out) == 2);
+  CHECK(out.find("in no object") != std::string::npos);
+  CHECK(run("objects '" + t.log + "'" + at + " --type '('", out) == 2);
+  CHECK(out.find("bad --type regex") != std::string::npos);
+}
