@@ -682,9 +682,7 @@ class Writer {
         break;
       }
       case Kind::kTypeDef:
-        if (uint32_t id = types_.add(e->a))
-          log_->write(TypeDef{id, std::string(reinterpret_cast<const char*>(extraOf(e)), e->extraLen),
-                              e->b, e->a});
+        if (uint32_t id = types_.add(e->a)) log_->write(typeDef(id, e));
         break;
       case Kind::kMethodDef: {
         uint32_t id = methods_.add(e->a);
@@ -719,6 +717,24 @@ class Writer {
   // An Alloc's or Free's key in the tracked set (tracked_set.h): bit 0 marks a GC_debug_* object.
   static uint64_t trackedKey(const RawEvent* e) {
     return e->a | ((e->flags & kDebugObject) ? 1 : 0);
+  }
+
+  // A kTypeDef event (ring.h) as the log's TypeDef.
+  static TypeDef typeDef(uint32_t id, RawEvent* e) {
+    const auto* extra = reinterpret_cast<const char*>(extraOf(e));
+    uint32_t nameLen = std::min<uint32_t>(static_cast<uint32_t>(e->c & 0xffff), e->extraLen);
+    TypeDef t{id, std::string(extra, nameLen), e->b, e->a};
+    auto layout = static_cast<uint8_t>(e->c >> 16);
+    if (layout <= static_cast<uint8_t>(TypeLayout::kArray)) {
+      t.layout = static_cast<TypeLayout>(layout);
+      t.refOffsets.resize((e->extraLen - nameLen) / sizeof(uint32_t));
+      std::memcpy(t.refOffsets.data(), extra + nameLen, t.refOffsets.size() * sizeof(uint32_t));
+      if (t.layout == TypeLayout::kArray) {
+        t.dataOffset = static_cast<uint8_t>(e->c >> 24);
+        t.elementSize = static_cast<uint32_t>(e->c >> 32);
+      }
+    }
+    return t;
   }
 
   // A class or method the recorder never defined (it cannot happen by construction, mono.cpp;
