@@ -87,6 +87,21 @@ struct TypeDef {
   name @1 :Text;                  # e.g. System.Collections.Generic.List<Game.Enemy>
   instanceSize @2 :UInt64;        # 0 when unknown or variable
   descriptor @3 :UInt64;          # runtime handle (MonoClass*, gcj vtable, GC descriptor)
+  # Where its objects hold references, as the runtime lays them out (format minor 1). The heap
+  # graph scans these words only; `unknown` (older logs, layouts too big to list) is scanned
+  # conservatively, every aligned word.
+  layout @4 :TypeLayout;
+  refOffsets @5 :List(UInt32);    # fields: byte offsets from the object's start;
+                                  # array: byte offsets within one element
+  elementSize @6 :UInt32;         # array: bytes per element
+  dataOffset @7 :UInt32;          # array: the first element's offset from the object's start
+}
+
+enum TypeLayout {
+  unknown @0;
+  pointerFree @1;                 # no references (strings, primitive arrays, plain data)
+  fields @2;                      # references exactly at refOffsets
+  array @3;                       # elements from dataOffset, each with references at refOffsets
 }
 
 # ExtKind 3 (definition): a managed method that managed stack frames name.

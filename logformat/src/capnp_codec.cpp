@@ -212,7 +212,11 @@ IndexData decodeIndex(std::span<const uint8_t> bytes) {
 
 HEAPMAN_BODY(LogString, b.setId(r.id); b.setText(textOf(r.text)))
 HEAPMAN_BODY(TypeDef, b.setId(r.id); b.setName(textOf(r.name)); b.setInstanceSize(r.instanceSize);
-             b.setDescriptor(r.descriptor))
+             b.setDescriptor(r.descriptor);
+             b.setLayout(static_cast<s::TypeLayout>(r.layout));
+             auto l = b.initRefOffsets(static_cast<unsigned>(r.refOffsets.size()));
+             for (size_t i = 0; i < r.refOffsets.size(); ++i) l.set(static_cast<unsigned>(i), r.refOffsets[i]);
+             b.setElementSize(r.elementSize); b.setDataOffset(r.dataOffset))
 HEAPMAN_BODY(MethodDef, b.setId(r.id); b.setName(textOf(r.name)); b.setHandle(r.handle))
 HEAPMAN_BODY(GcBegin, b.setGcNumber(r.gcNumber); b.setHeapSize(r.heapSize);
              b.setGeneration(r.generation))
@@ -261,7 +265,16 @@ std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,
       }
       case ExtKind::kTypeDef: {
         auto r = m.getRoot<s::TypeDef>();
-        return TypeDef{r.getId(), text(r.getName()), r.getInstanceSize(), r.getDescriptor()};
+        TypeDef t{r.getId(), text(r.getName()), r.getInstanceSize(), r.getDescriptor()};
+        auto layout = static_cast<uint16_t>(r.getLayout());
+        // A layout this reader does not know is scanned conservatively, as an older log's.
+        if (layout <= static_cast<uint16_t>(TypeLayout::kArray)) {
+          t.layout = static_cast<TypeLayout>(layout);
+          for (uint32_t off : r.getRefOffsets()) t.refOffsets.push_back(off);
+          t.elementSize = r.getElementSize();
+          t.dataOffset = r.getDataOffset();
+        }
+        return t;
       }
       case ExtKind::kMethodDef: {
         auto r = m.getRoot<s::MethodDef>();

@@ -50,7 +50,9 @@ enum class Kind : uint8_t {
   kRootSet = 15,     // a = GC number; extra bytes: RootSetEntry[]
   kRamDump = 16,     // a = RamDump* (the writer compresses and frees it); b = GC number
   // Mono (hooks/mono.cpp). A managed allocation is a kAlloc with extra = its class's handle.
-  kTypeDef = 17,     // a = class handle (MonoClass*), b = instance size; extra bytes: the name
+  kTypeDef = 17,     // a = class handle (MonoClass*), b = instance size, c = name length
+                     // | log::TypeLayout << 16 | array data offset << 24 | element size << 32;
+                     // extra bytes: the name, then u32 reference offsets (log::TypeDef)
   kMethodDef = 18,   // a = method handle (MonoMethod*), b = code start, c = code size (0: not
                      // compiled code, a definition only); extra bytes: the full name
   kGcHandle = 19,    // a = handle, b = object address, c = 1 created / 0 deleted,

@@ -83,7 +83,10 @@ using log::RootSource;
   X(mono_jit_info_get_code_size) X(mono_gc_get_heap_size) X(mono_gc_get_used_size)           \
   X(mono_method_get_header) X(mono_method_header_get_code) X(mono_metadata_free_mh)             \
   X(mono_get_method) X(mono_method_get_class) X(mono_class_get_image) X(mono_class_get_rank)      \
-  X(mono_get_string_class) X(mono_array_element_size)
+  X(mono_get_string_class) X(mono_array_element_size)                                           \
+  X(mono_class_get_fields) X(mono_class_get_parent) X(mono_class_get_element_class)              \
+  X(mono_field_get_type) X(mono_field_get_flags) X(mono_field_get_offset)                        \
+  X(mono_type_is_reference) X(mono_type_is_struct) X(mono_class_from_mono_type)
 
 struct MonoApi {
 #define HEAPMAN_MONO_FIELD(fn) decltype(&::fn) fn = nullptr;
@@ -401,6 +404,83 @@ inline uint64_t computedSize(const CachedClass& c, MonoObject* obj) {
 
 size_t classHash(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 48); }
 
+// Where a class's objects hold references (log::TypeLayout), from its fields as Mono laid them
+// out: once per class, when it is announced. Mono 6.8, 64-bit: an object starts with its vtable
+// and sync words (16 bytes), and a field's offset counts them, also in a value type (its offsets
+// are those of its boxed form); an array's elements start at 32.
+constexpr uint32_t kObjectHeader = 16;
+constexpr uint32_t kArrayData = 32;
+constexpr uint32_t kMaxRefOffsets = 512;  // more: the layout is left unknown (scanned
+                                          // conservatively)
+constexpr uint16_t kFieldStatic = 0x10;   // FIELD_ATTRIBUTE_STATIC (ECMA-335 II.23.1.5)
+
+struct RefOffsets {
+  uint32_t at[kMaxRefOffsets];
+  uint32_t n = 0;
+  bool overflow = false;
+  void add(uint32_t off) {
+    if (n < kMaxRefOffsets)
+      at[n++] = off;
+    else
+      overflow = true;
+  }
+};
+
+// Adds the reference fields of `klass` and its base classes, each at `base` + its offset -
+// `header` (kObjectHeader for a value type embedded in something else); value-type fields are
+// entered (to a depth that no real layout reaches).
+void addReferenceFields(MonoClass* klass, uint32_t base, uint32_t header, RefOffsets& out,
+                        int depth) {
+  for (MonoClass* c = klass; c && !out.overflow; c = m.mono_class_get_parent(c)) {
+    void* iter = nullptr;
+    while (MonoClassField* f = m.mono_class_get_fields(c, &iter)) {
+      if (m.mono_field_get_flags(f) & kFieldStatic) continue;  // statics live in the vtable
+      MonoType* type = m.mono_field_get_type(f);
+      uint32_t off = base + static_cast<uint32_t>(m.mono_field_get_offset(f)) - header;
+      if (m.mono_type_is_reference(type))
+        out.add(off);
+      else if (m.mono_type_is_struct(type) && depth < 8)
+        addReferenceFields(m.mono_class_from_mono_type(type), off, kObjectHeader, out, depth + 1);
+    }
+  }
+}
+
+void emitTypeDef(MonoClass* klass, uint64_t size, const char* name) {
+  Ring* r = threadRing();
+  if (!r || !name) return;
+  RefOffsets refs;
+  auto layout = log::TypeLayout::kFields;
+  uint32_t elementSize = 0, dataOffset = 0;
+  if (klass == m.mono_get_string_class()) {
+    layout = log::TypeLayout::kPointerFree;
+  } else if (m.mono_class_get_rank(klass) > 0) {
+    MonoClass* element = m.mono_class_get_element_class(klass);
+    if (m.mono_class_is_valuetype(element))
+      addReferenceFields(element, 0, kObjectHeader, refs, 0);
+    else
+      refs.add(0);
+    layout = log::TypeLayout::kArray;
+    elementSize = static_cast<uint32_t>(m.mono_array_element_size(klass));
+    dataOffset = kArrayData;
+  } else {
+    addReferenceFields(klass, 0, 0, refs, 0);
+  }
+  if (refs.overflow) layout = log::TypeLayout::kUnknown, refs.n = 0;
+  if (refs.n == 0 && layout != log::TypeLayout::kUnknown) layout = log::TypeLayout::kPointerFree;
+  std::sort(refs.at, refs.at + refs.n);
+  auto nameLen = static_cast<uint32_t>(std::min<size_t>(std::strlen(name), 4096));
+  uint32_t refBytes = refs.n * static_cast<uint32_t>(sizeof(uint32_t));
+  if (RawEvent* e = begin(r, Kind::kTypeDef, 0, nameLen + refBytes)) {
+    e->a = reinterpret_cast<uint64_t>(klass);
+    e->b = size;
+    e->c = nameLen | uint64_t{static_cast<uint8_t>(layout)} << 16 | uint64_t{dataOffset} << 24 |
+           uint64_t{elementSize} << 32;
+    std::memcpy(extraOf(e), name, nameLen);
+    std::memcpy(extraOf(e) + nameLen, refs.at, refBytes);
+    commit(r, e);
+  }
+}
+
 void announceClass(MonoClass* klass) {
   auto key = reinterpret_cast<uint64_t>(klass);
   size_t i = classHash(key) & (kClassSlots - 1);
@@ -428,7 +508,7 @@ void announceClass(MonoClass* klass) {
   // keeps the first TypeDef of a handle and drops repeats.
   char* name = m.mono_type_get_name(m.mono_class_get_type(klass));
   uint64_t size = m.mono_class_is_valuetype(klass) ? 0 : static_cast<uint64_t>(m.mono_class_instance_size(klass));
-  emitNamed(Kind::kTypeDef, key, size, 0, name);
+  emitTypeDef(klass, size, name);
   if (name) m.mono_free(name);
   if (slot) slot->store(key | kAnnounced, std::memory_order_release);
 }

@@ -20,6 +20,7 @@ const char* const kMono = "mono-boehm";
 // What one log says about managed objects.
 struct ManagedLog {
   std::map<uint32_t, std::string> types;    // TypeDef id -> name
+  std::map<std::string, TypeDef> typeDefs;  // by name
   std::map<uint32_t, std::string> methods;  // MethodDef id -> name
   std::unordered_map<uint32_t, StackNode> nodes;
   std::vector<Alloc> allocs;                // managed allocations, in log order
@@ -71,6 +72,7 @@ ManagedLog readManagedLog(const std::string& path) {
       m.deathGc.push_back(0);
     } else if constexpr (std::is_same_v<T, TypeDef>) {
       m.types[r.id] = r.name;
+      m.typeDefs[r.name] = r;
     } else if constexpr (std::is_same_v<T, LogString>) {
       m.strings[r.id] = r.text;
     } else if constexpr (std::is_same_v<T, MethodDef>) {
@@ -349,35 +351,26 @@ TEST_CASE("mono: RAM dumps hold the live objects' bytes, roots and stacks", "[re
     if (f.size() == 3 && f[0] == "object") objects[number(f[1])] = static_cast<uint32_t>(number(f[2]));
   }
   REQUIRE(objects.size() == kObjects);
-  LogReader reader = LogReader::open(rec.logPath);
   uint32_t lastGc = lastGcNumber(rec.logPath);
   REQUIRE(lastGc > 0);
-  std::map<uint64_t, std::vector<uint8_t>> byHash;
+  Dump dump = readDump(rec.logPath, lastGc);
   uint64_t found = 0, rightBytes = 0;
   bool stack = false, staticRoot = false;
-  std::vector<RamSegment> last;
-  for (const ChunkRef& c : reader.chunks()) {
-    if (c.header.type != static_cast<uint16_t>(ChunkType::kRamDump)) continue;
-    reader.forEachSegment(c, [&](const RamSegment& s) {
-      if (s.hasBytes) byHash.emplace(s.hash, s.bytes);
-      if (s.gcNumber == lastGc) last.push_back(s);
-    });
-  }
-  for (const RamSegment& s : last) {
+  for (const RamSegment& s : dump.segments) {
     stack |= s.kind == SegmentKind::kThreadStack && s.length > 0;
     staticRoot |= s.kind == SegmentKind::kStaticRoot && s.length > 0;
-    auto o = objects.find(s.address);
-    if (s.kind != SegmentKind::kObject || o == objects.end()) continue;
+  }
+  for (const auto& [address, i] : objects) {
+    std::optional<std::vector<uint8_t>> b = dump.read(address, 32 + 16 * 4);
+    if (!b) continue;
     ++found;
-    const std::vector<uint8_t>& b = byHash[s.hash];
-    bool ok = b.size() == s.length && b.size() >= 32 + 16 * 4;
     uint64_t length = 0;
-    if (ok) std::memcpy(&length, b.data() + 24, 8);
-    ok = ok && length == 16;
+    std::memcpy(&length, b->data() + 24, 8);
+    bool ok = length == 16;
     for (uint32_t j = 0; ok && j < 16; ++j) {
       int32_t v;
-      std::memcpy(&v, b.data() + 32 + 4 * j, 4);
-      ok = v == static_cast<int32_t>(o->second * 16 + j);
+      std::memcpy(&v, b->data() + 32 + 4 * j, 4);
+      ok = v == static_cast<int32_t>(i * 16 + j);
     }
     rightBytes += ok;
   }
@@ -443,4 +436,61 @@ TEST_CASE("mono: short-lived threads leave no mappings behind", "[recorder][mono
   int64_t few = vmAfter(20), many = vmAfter(400);
   INFO("VmSize after 20 threads " << few << " kB, after 400 " << many << " kB");
   CHECK(many - few < 16 * 1024);  // kept per thread: 2 MiB shadow stack, 1 MiB birth queue
+}
+
+TEST_CASE("mono: class layouts name exactly the reference fields", "[recorder][mono]") {
+  TempDir dir;
+  Recording rec = record(dir, "mono_layouts", {kMono, HMREC_MONO_TRUTH, "layouts"});
+  requireRecorded(rec);
+  // (mono-boehm may add "Waiting on threads to park..." at exit, with or without the recorder)
+  REQUIRE(!lines(rec.result.out).empty());
+  CHECK(lines(rec.result.out)[0] == "layouts 11");
+  ManagedLog log = readManagedLog(rec.logPath);
+  using L = TypeLayout;
+  auto layoutOf = [&](const std::string& name) {
+    INFO("class " << name);
+    auto it = log.typeDefs.find(name);
+    REQUIRE(it != log.typeDefs.end());
+    return it->second;
+  };
+  auto expect = [&](const std::string& name, L layout, std::vector<uint32_t> refs,
+                    uint32_t elementSize = 0) {
+    TypeDef t = layoutOf(name);
+    INFO("class " << name);
+    CHECK(t.layout == layout);
+    CHECK(t.refOffsets == refs);
+    CHECK(t.elementSize == elementSize);
+    CHECK(t.dataOffset == (layout == L::kArray ? 32u : 0u));
+  };
+  // Explicit offsets count from the 16-byte header; a struct's fields sit at the struct's
+  // offset in the object; statics are not in the object.
+  expect("Truth.ExplicitRefs", L::kFields, {16, 32});
+  expect("Truth.WithStruct", L::kFields, {32, 40});
+  expect("Truth.PlainData", L::kPointerFree, {});
+  expect("Truth.Box<System.String>", L::kFields, {16});
+  expect("Truth.Box<System.Int32>", L::kPointerFree, {});
+  expect("Truth.RefPair[]", L::kArray, {8}, 16);
+  expect("System.Object[]", L::kArray, {0}, 8);
+  expect("System.Int32[]", L::kPointerFree, {});
+  expect("Truth.Colour[]", L::kPointerFree, {});
+  expect("Truth.ExplicitRefs[,]", L::kArray, {0}, 8);
+  expect("System.String", L::kPointerFree, {});
+  // A base class's reference fields are the derived object's too: two, apart, in the object.
+  TypeDef derived = layoutOf("Truth.DerivedRefs");
+  CHECK(derived.layout == L::kFields);
+  REQUIRE(derived.refOffsets.size() == 2);
+  CHECK(derived.refOffsets[0] >= 16);
+  CHECK(derived.refOffsets[1] >= derived.refOffsets[0] + 8);
+  CHECK(derived.refOffsets[1] + 8 <= derived.instanceSize);
+  // Every class the runtime itself allocated has a layout that fits its objects.
+  for (const auto& [name, t] : log.typeDefs) {
+    INFO("class " << name);
+    CHECK(t.layout != L::kUnknown);
+    CHECK(std::is_sorted(t.refOffsets.begin(), t.refOffsets.end()));
+    for (uint32_t off : t.refOffsets) {
+      CHECK(off % 8 == 0);
+      if (t.layout == L::kFields) CHECK(off + 8 <= t.instanceSize);
+      if (t.layout == L::kArray) CHECK(off + 8 <= t.elementSize);
+    }
+  }
 }

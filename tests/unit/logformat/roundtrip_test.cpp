@@ -39,6 +39,9 @@ std::vector<Record> edgeRecords() {
   r.push_back(TypeDef{1, "Game.Enemy", 48, 0xdead'beef'cafe'f00d});
   r.push_back(TypeDef{0, "", 0, 0});
   r.push_back(TypeDef{kU32Max, "System.Collections.Generic.List<Game.Enemy>", k2p40, kHuge});
+  r.push_back(TypeDef{3, "Game.Level", 64, 1, TypeLayout::kFields, {16, 24, 56}, 0, 0});
+  r.push_back(TypeDef{4, "Game.Pair[]", 0, 2, TypeLayout::kArray, {8}, 16, 32});
+  r.push_back(TypeDef{5, "System.String", 0, 3, TypeLayout::kPointerFree, {}, 0, 0});
   r.push_back(MethodDef{1, "Game.Level:Spawn (int)", 0x7f00'aabb'ccdd});
   r.push_back(MethodDef{kU32Max, "", 0});
   // Stack nodes, native and managed; ids jump forwards and backwards, frames up and down.
@@ -516,7 +519,7 @@ TEST_CASE("the byte layout follows format.h", "[roundtrip][layout]") {
   REQUIRE(log.size() > kPrefixSize);
   CHECK(std::memcmp(log.data(), "HEAPMAN\x1a", 8) == 0);
   CHECK(loadLe(log.data() + 8, 2) == 1);
-  CHECK(loadLe(log.data() + 10, 2) == 0);
+  CHECK(loadLe(log.data() + 10, 2) == kFormatMinor);
   const uint64_t hlen = loadLe(log.data() + 12, 4);
   CHECK(loadLe(log.data() + 16, 8) == XXH3_64bits(log.data() + kPrefixSize, hlen));
   // The one records chunk, stored raw: a STACK NODE and an EXTENDED FrameMark.

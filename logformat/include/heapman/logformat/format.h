@@ -131,7 +131,7 @@ inline constexpr char kFooterMagic[8] = {'H', 'M', 'F', 'O', 'O', 'T', 'E', 'R'}
 // Bump kFormatMajor for a layout change old readers cannot follow; kFormatMinor for additions
 // (new extended kinds, new chunk types, new Cap'n Proto fields). Independent of release versions.
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;  // 1: TypeDef layouts
 inline constexpr uint16_t kOldestMajor = 1;
 
 inline constexpr size_t kPrefixSize = 24;
@@ -164,7 +164,9 @@ inline constexpr int kHeapKindCount = 8;
 const char* heapKindName(HeapKind k);
 
 enum class SegmentKind : uint8_t {
-  kObject = 0,       // bytes of one live object
+  kObject = 0,       // bytes of live objects: one object (format minor 0), or from minor 1 a
+                     // run of adjacent live objects cut at 4 KiB address boundaries (an
+                     // object may span several segments); readers look bytes up by address
   kStaticRoot = 1,   // static data segment / registered root range
   kThreadStack = 2,  // a thread's stack, from its stack pointer to its stack base
   kOther = 3,

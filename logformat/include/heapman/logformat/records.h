@@ -77,11 +77,18 @@ struct LogString {
   bool operator==(const LogString&) const = default;
 };
 
+// Where a type's objects hold references (schema TypeLayout).
+enum class TypeLayout : uint8_t { kUnknown = 0, kPointerFree = 1, kFields = 2, kArray = 3 };
+
 struct TypeDef {
   uint32_t id = 0;
   std::string name;
   uint64_t instanceSize = 0;
   uint64_t descriptor = 0;
+  TypeLayout layout = TypeLayout::kUnknown;
+  std::vector<uint32_t> refOffsets;  // kFields: from the object's start; kArray: in an element
+  uint32_t elementSize = 0;          // kArray
+  uint32_t dataOffset = 0;           // kArray
   bool operator==(const TypeDef&) const = default;
 };
 

@@ -13,6 +13,9 @@
 //   threads N                         N short-lived threads one after another, each allocating
 //                                     through a call chain: "threads N vm K" (K: the process's
 //                                     VmSize in kB at the end)
+//   layouts                           one object of each class of known layout (explicit field
+//                                     offsets, structs in objects and arrays, a base class,
+//                                     generics), kept alive to the end: "layouts N"
 //   dump N                            N Probe[16] arrays kept alive, element j of array i holding
 //                                     i * 16 + j: lines "object ADDRESS I"; then a collection
 //
@@ -20,6 +23,7 @@
 using System;
 using System.Collections.Generic;
 using System.Runtime.CompilerServices;
+using System.Runtime.InteropServices;
 using System.Threading;
 
 namespace Truth
@@ -43,6 +47,34 @@ namespace Truth
     class Box<T> { public T Value; }
 
     class Leaf { public int L; }
+
+    // Layouts the test knows (Mono 6.8, 64-bit: fields after the 16-byte object header; an
+    // explicit FieldOffset counts from there).
+    [StructLayout(LayoutKind.Explicit)]
+    class ExplicitRefs
+    {
+        [FieldOffset(0)] public object A;
+        [FieldOffset(8)] public long N;
+        [FieldOffset(16)] public string B;
+        [FieldOffset(24)] public int I;
+    }
+    [StructLayout(LayoutKind.Explicit)]
+    struct RefPair
+    {
+        [FieldOffset(0)] public long X;
+        [FieldOffset(8)] public object R;
+    }
+    [StructLayout(LayoutKind.Explicit)]
+    class WithStruct
+    {
+        [FieldOffset(0)] public int K;
+        [FieldOffset(8)] public RefPair P;
+        [FieldOffset(24)] public object Q;
+    }
+    class PlainData { public int A; public long B; public double C; }
+    class BaseRefs { public object R1; public int X; }
+    class DerivedRefs : BaseRefs { public object R2; public static object Shared; }
+    enum Colour { Red, Green }
 
     static class Chain
     {
@@ -242,10 +274,33 @@ namespace Truth
             Console.WriteLine("threads " + sum / 10 + " vm " + vm);
         }
 
+        static List<object> layoutsKept = new List<object>();
+
+        static void Layouts()
+        {
+            DerivedRefs.Shared = new object();
+            layoutsKept.Add(new ExplicitRefs { A = new object(), B = "b" });
+            layoutsKept.Add(new WithStruct { P = new RefPair { R = new object() }, Q = new object() });
+            layoutsKept.Add(new PlainData());
+            layoutsKept.Add(new DerivedRefs { R1 = new object(), R2 = new object() });
+            layoutsKept.Add(new Box<string> { Value = "v" });
+            layoutsKept.Add(new Box<int> { Value = 1 });
+            layoutsKept.Add(new RefPair[3]);
+            layoutsKept.Add(new object[3]);
+            layoutsKept.Add(new int[3]);
+            layoutsKept.Add(new Colour[3]);
+            layoutsKept.Add(new ExplicitRefs[2, 2]);
+            GC.Collect();
+            Console.WriteLine("layouts " + layoutsKept.Count);
+        }
+
         static void Main(string[] args)
         {
             switch (args[0])
             {
+                case "layouts":
+                    Layouts();
+                    break;
                 case "threads":
                     Threads(int.Parse(args[1]));
                     break;
