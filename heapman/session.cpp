@@ -97,7 +97,7 @@ int guarded(const char* verb, const std::function<int()>& f) {
 
 int reportError(const char* verb) {
   auto say = [&](const std::string& what) {
-    std::fprintf(stderr, "heapman %s: %s\n", verb, what.c_str());
+    std::fprintf(stderr, "heapman%s%s: %s\n", *verb ? " " : "", verb, what.c_str());
   };
   try {
     throw;

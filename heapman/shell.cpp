@@ -248,7 +248,7 @@ int runShell(const Args& args) {
       session = std::move(s);
       return true;
     } catch (...) {
-      reportError("open");
+      reportError("");
       return false;
     }
   };
