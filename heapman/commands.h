@@ -17,8 +17,8 @@ inline constexpr int kExitUsage = 2;     // wrong arguments
 inline constexpr int kExitInterrupted = 130;  // Ctrl-C (128 + SIGINT, as a shell reports it)
 
 // Call inside a catch block: prints what went wrong as "heapman VERB: ..." ("heapman: ..." for
-// an empty VERB), never a bare library
-// exception text such as std::bad_alloc) and returns the exit code for it. session.cpp.
+// an empty VERB; never a bare library exception text such as std::bad_alloc) and returns the
+// exit code for it. session.cpp.
 int reportError(const char* verb);
 
 int runInfo(const Args& args);

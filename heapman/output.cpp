@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "heapman/replay/replay.h"
 #include "json.h"
 
 namespace heapman::cli {
@@ -40,6 +41,9 @@ std::string jsonKey(std::string name) {
 }
 
 [[noreturn]] void failed(const std::string& where, int err) {
+  // Ctrl-C in the shell while the output blocks (a FIFO nobody reads): the command was
+  // interrupted, the output did not fail.
+  if (err == EINTR) throw replay::Interrupted();
   throw OutputError("writing " + where + " failed: " +
                     (err ? std::strerror(err) : "input/output error"));
 }

@@ -242,6 +242,122 @@ expect_grep blame_cut blame_cut.out '^warning: the log is truncated'
 run 0 verify_cut "$HEAPMAN" verify cut.hml
 expect_grep verify_cut verify_cut.out '^cut\.hml: OK, [0-9]+ chunks, [0-9]+ events verified; truncated: '
 
+# --- a FIFO or device as LOG: refused at once, never waited on ----------------------------------
+mkfifo fifo.hml
+for verb in info verify blame; do
+  run 1 "fifo_$verb" timeout 10 "$HEAPMAN" $verb fifo.hml
+  expect_grep "fifo_$verb" "fifo_$verb.err" 'fifo\.hml: .*is not a regular file \(a FIFO\); copy the log to a file first'
+done
+run 1 fifo_shell timeout 10 "$HEAPMAN" fifo.hml
+expect_grep fifo_shell fifo_shell.err '^heapman: fifo\.hml: is not a regular file \(a FIFO\)'
+run 1 chardev_blame timeout 10 "$HEAPMAN" blame /dev/null
+expect_grep chardev_blame chardev_blame.err 'is not a regular file \(a character device\)'
+
+# --- output that cannot be written: exit 1, never a silent 0 ------------------------------------
+if [[ -w /dev/full ]]; then
+  run 1 full_blame bash -c '"$0" blame out.hml > /dev/full' "$HEAPMAN"
+  expect_grep full_blame full_blame.err '^heapman: writing standard output failed: No space left on device$'
+  run 1 full_stacks "$HEAPMAN" stacks out.hml -o /dev/full
+  expect_grep full_stacks full_stacks.err '^heapman: writing /dev/full failed: No space left on device$'
+  run 1 full_csv "$HEAPMAN" blame out.hml --csv /dev/full
+  expect_grep full_csv full_csv.err '^heapman: writing /dev/full failed: No space left on device$'
+  run 1 full_json "$HEAPMAN" gcs out.hml --json /dev/full
+  expect_grep full_json full_json.err '^heapman: writing /dev/full failed: No space left on device$'
+  run 1 full_info bash -c '"$0" info out.hml > /dev/full' "$HEAPMAN"
+  expect_grep full_info full_info.err '^heapman: writing standard output failed: No space left on device$'
+fi
+
+# --- regexes that would crash std::regex: refused (exit 2) or matched safely --------------------
+long=$(python3 -c 'print("a" * 100000)')
+run 2 long_exclude "$HEAPMAN" blame out.hml --exclude-add "$long"
+expect_grep long_exclude long_exclude.err "^heapman blame: --exclude-add: bad regex 'a+\.\.\.': it is 100000 characters long, at most 1000 are accepted"
+run 2 long_type "$HEAPMAN" allocs out.hml --type "$long"
+expect_grep long_type long_type.err "^heapman allocs: bad type regex 'a+\.\.\.': it is 100000 characters long"
+run 2 long_function "$HEAPMAN" allocs out.hml --function "$long"
+expect_grep long_function long_function.err "^heapman allocs: bad function regex 'a+\.\.\.': it is 100000 characters long"
+run 0 nested_exclude "$HEAPMAN" blame out.hml --exclude-add '((((((((((((((((((((a))))))))))))))))))))*c' --exclude-add '(a+)+b'
+
+# --- a damaged chunk in the middle: the answer over the chunks before it, exit 1 ----------------
+"$DEMO_LOG" big.hml 150000 >/dev/null
+python3 - big.hml bigflip.hml bigtwice.hml <<'PY'
+import struct, sys
+src, flip, twice = sys.argv[1:4]
+data = bytearray(open(src, "rb").read())
+hlen = struct.unpack_from("<I", data, 12)[0]
+off, chunks = 24 + hlen, []
+while off + 40 <= len(data) and data[off:off + 4] == b"HMCK":
+    ctype = struct.unpack_from("<H", data, off + 4)[0]
+    stored = struct.unpack_from("<I", data, off + 8)[0]
+    chunks.append((off, ctype, 40 + stored))
+    off += 40 + stored
+records = [c for c in chunks if c[1] == 1]
+assert len(records) >= 4, chunks
+# a payload byte of the third records chunk flipped: its checksum fails
+o, _, n = records[2]
+bad = bytearray(data)
+bad[o + 40 + (n - 40) // 2] ^= 0xFF
+open(flip, "wb").write(bad)
+# the second records chunk written twice (checksums intact, sequence numbers repeat), without
+# the footer (whose index would no longer match)
+o, _, n = records[1]
+index = [c for c in chunks if c[1] == 3]
+end = index[0][0] if index else len(data)
+open(twice, "wb").write(data[:o + n] + data[o:o + n] + data[o + n:end])
+PY
+run 1 flip_gcs "$HEAPMAN" gcs bigflip.hml --csv -
+expect_grep flip_gcs flip_gcs.err '^warning: the log is damaged: chunk [0-9]+ at byte [0-9]+: payload checksum mismatch .*; results cover only the events before it \(up to seq [0-9]+\)'
+expect_grep flip_gcs flip_gcs.err '^heapman gcs: bigflip\.hml is damaged \(chunk [0-9]+ at byte [0-9]+: .*\): the answer covers only the intact part before it; run `heapman verify bigflip\.hml` for details$'
+last=$(sed -nE 's/.*results cover only the events before it \(up to seq ([0-9]+)\).*/\1/p' flip_gcs.err | head -1)
+[[ ${last:-0} -gt 100000 ]] || fail "the damaged log's intact prefix ends at seq '${last:-}'"
+# the damaged log's answer is the intact log's at the last intact event
+run 1 flip_blame "$HEAPMAN" blame bigflip.hml --at "seq:${last:-0}"
+run 0 big_blame "$HEAPMAN" blame big.hml --at "seq:${last:-0}"
+expect_grep flip_blame flip_blame.out '^warning: the log is damaged: '
+diff <(grep -v '^warning\|^log:' flip_blame.out) <(grep -v '^warning\|^log:' big_blame.out) ||
+  fail "blame at the last intact seq differs between the damaged and the intact log"
+run 1 twice_verify "$HEAPMAN" verify bigtwice.hml
+expect_grep twice_verify twice_verify.err 'FAILED \[bad_sequence\] chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
+run 1 twice_blame "$HEAPMAN" blame bigtwice.hml
+expect_grep twice_blame twice_blame.err '^heapman blame: .*chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
+
+# --- Ctrl-C in the shell ends the command, not the shell ----------------------------------------
+# `stacks -o FIFO` blocks opening a FIFO nobody reads: SIGINT ends that command only, the shell
+# says "interrupted" and answers the next command; SIGINT at the prompt still ends the shell.
+mkfifo sink.fifo
+HOME="$PWD" python3 - "$HEAPMAN" <<'PY' || fail "Ctrl-C in the shell (see above)"
+import signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "out.hml"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+p.stdin.write("stacks -o sink.fifo\n")
+p.stdin.flush()
+deadline = time.time() + 10
+while True:  # until it waits in open() of the FIFO
+    try:
+        if open(f"/proc/{p.pid}/wchan").read() in ("wait_for_partner", "fifo_open"):
+            break
+    except OSError:
+        pass
+    if time.time() > deadline:
+        p.kill()
+        sys.exit("the shell never blocked on the FIFO")
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+time.sleep(0.5)
+if p.poll() is not None:
+    sys.exit(f"the shell ended on SIGINT during a command (exit {p.returncode})")
+p.stdin.write("gcs --csv -\n")
+p.stdin.flush()
+time.sleep(1)
+p.send_signal(signal.SIGINT)  # at the prompt: ends the shell, as before
+out, err = p.communicate(timeout=10)
+if "heapman stacks: interrupted" not in err:
+    sys.exit("no 'interrupted' message: " + err)
+if "gc,begin_seq,end_seq" not in out:
+    sys.exit("the shell did not answer after the interrupted command: " + out)
+if p.returncode != -signal.SIGINT:
+    sys.exit(f"SIGINT at the prompt did not end the shell (exit {p.returncode})")
+PY
+
 # --- usage errors ------------------------------------------------------------------------------
 run 2 bogus "$HEAPMAN" bogusverb
 expect_grep bogus bogus.err "unknown verb 'bogusverb'"
