@@ -316,6 +316,8 @@ run 0 big_blame "$HEAPMAN" blame big.hml --at "seq:${last:-0}"
 expect_grep flip_blame flip_blame.out '^warning: the log is damaged: '
 diff <(grep -v '^warning\|^log:\|^point:' flip_blame.out) <(grep -v '^warning\|^log:\|^point:' big_blame.out) ||
   fail "blame at the last intact seq differs between the damaged and the intact log"
+run 1 flip_compare "$HEAPMAN" compare big.hml bigflip.hml
+expect_grep flip_compare flip_compare.err '^heapman compare: bigflip\.hml is damaged \(chunk [0-9]+ at byte [0-9]+: '
 run 1 twice_verify "$HEAPMAN" verify bigtwice.hml
 expect_grep twice_verify twice_verify.err 'FAILED \[bad_sequence\] chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
 run 1 twice_blame "$HEAPMAN" blame bigtwice.hml
