@@ -323,6 +323,18 @@ expect_grep twice_verify twice_verify.err 'FAILED \[bad_sequence\] chunk [0-9]+ 
 run 1 twice_blame "$HEAPMAN" blame bigtwice.hml
 expect_grep twice_blame twice_blame.err '^heapman blame: .*chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
 
+# --- out of memory: a message saying so, never a bare std::bad_alloc -----------------------------
+# (30 MB of address space is too little to index the 2.6M-event log here; where it is enough, only
+# the absence of the bare text is checked)
+rm -f big.hml.hmx
+rc=0
+(ulimit -v 30000 && exec "$HEAPMAN" blame big.hml) >oom.out 2>oom.err || rc=$?
+grep -q 'bad_alloc' oom.err && fail "out of memory printed a bare std::bad_alloc: $(cat oom.err)"
+if [[ $rc -ne 0 ]]; then
+  [[ $rc -eq 1 ]] || fail "out of memory exited $rc, expected 1"
+  expect_grep oom oom.err '^heapman blame: out of memory\. The log may be corrupt \(check it with `heapman verify LOG`\) or need more memory than this machine has$'
+fi
+
 # --- Ctrl-C in the shell ends the command, not the shell ----------------------------------------
 # `stacks -o FIFO` blocks opening a FIFO nobody reads: SIGINT ends that command only, the shell
 # says "interrupted" and answers the next command; SIGINT at the prompt still ends the shell.
