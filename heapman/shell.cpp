@@ -2,7 +2,8 @@
 // argument, plus help, open LOG, info, verify, quit. The log, its index and the symbols resolved
 // so far stay loaded between commands. History in memory and in ~/.heapman_history; a small line
 // editor (arrows, Home/End, Ctrl-A/E/K/U/W/C/D) when stdin is a terminal, plain line reading
-// otherwise (so commands can be piped in). Errors print and the shell goes on.
+// otherwise (so commands can be piped in). Errors print and the shell goes on. Ctrl-C during a
+// command ends that command ("interrupted"); at the prompt, on an empty line, it ends the shell.
 #include <signal.h>
 #include <termios.h>
 #include <unistd.h>
