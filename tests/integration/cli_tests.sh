@@ -384,6 +384,55 @@ if p.returncode != -signal.SIGINT:
     sys.exit(f"SIGINT at the prompt did not end the shell (exit {p.returncode})")
 PY
 
+# The same on a terminal: the Ctrl-C key during a command (the terminal sends SIGINT), then the
+# next command, then Ctrl-C on an empty prompt, which ends the shell.
+HOME="$PWD" python3 - "$HEAPMAN" <<'PY' || fail "Ctrl-C in the shell on a terminal (see above)"
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "out.hml"])
+seen = b""
+def expect(what, timeout=10):
+    global seen
+    deadline = time.time() + timeout
+    while what.encode() not in seen:
+        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+        if not r:
+            sys.exit(f"no {what!r} on the terminal; it shows: {seen.decode(errors='replace')!r}")
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:
+            sys.exit(f"the shell ended before {what!r}; it showed: {seen.decode(errors='replace')!r}")
+    seen = seen[seen.index(what.encode()) + len(what):]
+def blocked_in(wchan):
+    deadline = time.time() + 10
+    while wchan not in open(f"/proc/{pid}/wchan").read():
+        if time.time() > deadline:
+            sys.exit("the shell never blocked in " + wchan)
+        time.sleep(0.02)
+expect("heapman> ")
+os.write(fd, b"stacks -o sink.fifo\r")
+blocked_in("_partner")
+os.write(fd, b"\x03")
+expect("heapman stacks: interrupted")
+expect("heapman> ")
+os.write(fd, b"gcs --csv -\r")
+expect("gc,begin_seq,end_seq")
+expect("heapman> ")
+os.write(fd, b"\x03")
+deadline = time.time() + 10
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.time() > deadline:
+        os.kill(pid, 9)
+        sys.exit("Ctrl-C on an empty prompt did not end the shell")
+    time.sleep(0.05)
+if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+    sys.exit(f"Ctrl-C on an empty prompt: wait status {status}, expected exit 0")
+PY
+
 # --- usage errors ------------------------------------------------------------------------------
 run 2 bogus "$HEAPMAN" bogusverb
 expect_grep bogus bogus.err "unknown verb 'bogusverb'"
