@@ -189,7 +189,13 @@ int runInSession(const ReplayVerb& v, Session& s, const Args& args) {
     po::variables_map vm;
     if (parse(v, args, false, vm) < 0) return kExitOk;
     s.progress->restart(v.name);
-    int rc = v.run(s, vm);
+    int rc;
+    try {
+      rc = v.run(s, vm);
+    } catch (...) {
+      s.progress->finish();  // erase a half-drawn bar before the error (or "interrupted")
+      throw;
+    }
     s.progress->finish();
     return rc;
   });
