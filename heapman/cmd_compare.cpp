@@ -37,6 +37,13 @@ int run(Session& s, const po::variables_map& vm) {
   OutputOptions o = outputOptions(vm);
   o.csvTable = vm["by"].as<std::string>();
   emit(r, o);
+  if (const auto& damage = other->replay->damage()) {  // the first log's: runOneShot says it
+    std::fprintf(stderr,
+                 "heapman compare: %s is damaged (%s): the answer covers only the intact part "
+                 "before it; run `heapman verify %s` for details\n",
+                 other->path.c_str(), damage->what(), other->path.c_str());
+    return kExitBadLog;
+  }
   return kExitOk;
 }
 

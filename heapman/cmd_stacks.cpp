@@ -1,8 +1,6 @@
 // heapman stacks LOG [--at POINT | --from POINT --to POINT] [-o FILE]: folded stacks
 // ("root;...;leaf VALUE" lines, for flamegraph.pl and speedscope) of the live set at a point, or
 // of the garbage made over a range.
-#include <fstream>
-
 #include "session.h"
 
 namespace heapman::cli {
@@ -36,13 +34,7 @@ int run(Session& s, const po::variables_map& vm) {
   bool objects = vm.count("objects");
   for (const auto& l : lines)
     out += l.stack + " " + std::to_string(objects ? l.objects : l.bytes) + "\n";
-  if (vm.count("output")) {
-    std::ofstream f(vm["output"].as<std::string>(), std::ios::binary);
-    f << out;
-    if (!f) throw std::runtime_error("cannot write " + vm["output"].as<std::string>());
-  } else {
-    std::fputs(out.c_str(), stdout);
-  }
+  writeOutput(vm.count("output") ? vm["output"].as<std::string>() : "-", out);
   return kExitOk;
 }
 

@@ -12,6 +12,8 @@
 #include <string>
 
 #include "commands.h"
+#include "heapman/logformat/reader.h"
+#include "output.h"
 #include "session.h"
 
 namespace {
@@ -41,14 +43,7 @@ void usage(FILE* out) {
                "'heapman VERB --help' shows a verb's options.\n");
 }
 
-bool isFile(const char* p) {
-  struct stat st;
-  return ::stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   if (argc < 2) {
     usage(stderr);
     return heapman::cli::kExitUsage;
@@ -67,17 +62,43 @@ int main(int argc, char** argv) {
     if (verb != v.name) continue;
     try {
       return v.run(args);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "heapman %s: %s\n", v.name, e.what());
-      return heapman::cli::kExitBadLog;
+    } catch (...) {
+      return heapman::cli::reportError(v.name);
     }
   }
   if (const auto* v = heapman::cli::findReplayVerb(verb)) return heapman::cli::runOneShot(*v, args);
-  if (isFile(argv[1])) {
+  if (struct stat st; ::stat(argv[1], &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {  // a FIFO, device or directory: say why, do not wait on it
+      try {
+        (void)heapman::log::LogReader::open(argv[1]);
+      } catch (const heapman::log::FormatError& e) {
+        std::fprintf(stderr, "heapman: %s: %s\n", argv[1], e.what());
+      }
+      return heapman::cli::kExitBadLog;
+    }
     heapman::cli::Args shellArgs(argv + 1, argv + argc);
     return heapman::cli::runShell(shellArgs);
   }
   std::fprintf(stderr, "heapman: unknown verb '%s'\n\n", verb.c_str());
   usage(stderr);
   return heapman::cli::kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rc;
+  try {
+    rc = run(argc, argv);
+  } catch (...) {
+    rc = heapman::cli::reportError(argc > 1 ? argv[1] : "");
+  }
+  // printf output of info/verify/usage: a full disk or a closed pipe is an error too.
+  try {
+    heapman::cli::flushStdout();
+  } catch (...) {
+    int out = heapman::cli::reportError(argc > 1 ? argv[1] : "");
+    if (rc == heapman::cli::kExitOk) rc = out;
+  }
+  return rc;
 }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
+#include "heapman/replay/replay.h"
 #include "json.h"
 
 namespace heapman::cli {
@@ -38,18 +40,47 @@ std::string jsonKey(std::string name) {
   return name;
 }
 
-void writeTo(const std::string& where, const std::string& text) {
-  if (where == "-") {
-    std::fputs(text.c_str(), stdout);
-    return;
-  }
-  std::ofstream f(where, std::ios::binary);
-  f << text;
-  f.flush();
-  if (!f) throw std::runtime_error("cannot write " + where);
+[[noreturn]] void failed(const std::string& where, int err) {
+  // Ctrl-C in the shell while the output blocks (a FIFO nobody reads): the command was
+  // interrupted, the output did not fail.
+  if (err == EINTR) throw replay::Interrupted();
+  throw OutputError("writing " + where + " failed: " +
+                    (err ? std::strerror(err) : "input/output error"));
 }
 
 }  // namespace
+
+void flushStdout() {
+  errno = 0;
+  bool bad = std::fflush(stdout) != 0 || std::ferror(stdout);
+  if (!bad) return;
+  int err = errno;
+  std::clearerr(stdout);
+  failed("standard output", err);
+}
+
+void writeOutput(const std::string& where, const std::string& text) {
+  if (where == "-") {
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
+      int err = errno;
+      std::clearerr(stdout);
+      failed("standard output", err);
+    }
+    flushStdout();
+    return;
+  }
+  FILE* f = std::fopen(where.c_str(), "wb");
+  if (!f) failed(where, errno);
+  errno = 0;
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) failed(where, err);
+}
 
 std::string num(uint64_t v) { return std::to_string(v); }
 std::string snum(int64_t v) { return v > 0 ? "+" + std::to_string(v) : std::to_string(v); }
@@ -159,7 +190,7 @@ void emit(const Report& r, const OutputOptions& o) {
       if (r.tables.size() > 1) out += "== " + t.name + " ==\n";
       out += textTable(t);
     }
-    std::fputs(out.c_str(), stdout);
+    writeOutput("-", out);
   } else {
     for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
@@ -167,7 +198,7 @@ void emit(const Report& r, const OutputOptions& o) {
     const Table* t = r.tables.empty() ? nullptr : &r.tables.front();
     for (const Table& x : r.tables)
       if (x.name == o.csvTable) t = &x;
-    if (t) writeTo(o.csv, csvTable(*t));
+    if (t) writeOutput(o.csv, csvTable(*t));
   }
   if (!o.json.empty()) {
     JsonObject j;
@@ -177,7 +208,7 @@ void emit(const Report& r, const OutputOptions& o) {
     for (size_t i = 0; i < r.warnings.size(); ++i) w += (i ? "," : "") + jsonString(r.warnings[i]);
     j.raw("warnings", w + "]");
     for (const Table& t : r.tables) j.raw(t.name, jsonRows(t));
-    writeTo(o.json, j.str() + "\n");
+    writeOutput(o.json, j.str() + "\n");
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,20 @@ void addOutputOptions(boost::program_options::options_description& opts);
 OutputOptions outputOptions(const boost::program_options::variables_map& vm);
 
 // Writes the report: tables to stdout unless CSV or JSON go there; CSV and JSON where asked.
-// Throws std::runtime_error when a file cannot be written.
+// Throws OutputError when stdout or a file cannot be written.
 void emit(const Report& r, const OutputOptions& o);
+
+// A write that failed (full disk, closed pipe, no permission). what(): "writing OUTPUT failed:
+// REASON", OUTPUT being the file name or "standard output". The verbs exit 1 with it.
+struct OutputError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// Writes text to a file ("-": stdout), checking every step (stdout is flushed, a file closed).
+// Throws OutputError.
+void writeOutput(const std::string& where, const std::string& text);
+// Flushes stdout; throws OutputError if it or an earlier write to it failed (clearing the error,
+// so the shell can go on).
+void flushStdout();
 
 std::string textTable(const Table& t);
 std::string csvTable(const Table& t);

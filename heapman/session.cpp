@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
+#include <regex>
+#include <system_error>
 
 namespace heapman::cli {
 
@@ -87,27 +90,69 @@ int parse(const ReplayVerb& v, const Args& args, bool withLog, po::variables_map
 int guarded(const char* verb, const std::function<int()>& f) {
   try {
     return f();
-  } catch (const UsageError& e) {
-    std::fprintf(stderr, "heapman %s: %s\n", verb, e.what());
-    return kExitUsage;
-  } catch (const replay::ReplayError& e) {
-    std::fprintf(stderr, "heapman %s: %s\n", verb, e.what());
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "heapman %s: %s\n", verb, e.what());
-    return kExitBadLog;
+  } catch (...) {
+    return reportError(verb);
   }
 }
 
 }  // namespace
 
-std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize) {
+int reportError(const char* verb) {
+  auto say = [&](const std::string& what) {
+    std::fprintf(stderr, "heapman%s%s: %s\n", *verb ? " " : "", verb, what.c_str());
+  };
+  try {
+    throw;
+  } catch (const replay::Interrupted&) {
+    say("interrupted");
+    return kExitInterrupted;
+  } catch (const UsageError& e) {
+    say(e.what());
+    return kExitUsage;
+  } catch (const replay::ReplayError& e) {
+    say(e.what());
+    return kExitUsage;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "heapman: %s\n", e.what());
+    return kExitBadLog;
+  } catch (const std::bad_alloc&) {
+    say("out of memory. The log may be corrupt (check it with `heapman verify LOG`) or need more "
+        "memory than this machine has");
+    return kExitBadLog;
+  } catch (const log::FormatError& e) {
+    say(e.what());
+    return kExitBadLog;
+  } catch (const std::regex_error& e) {
+    say(std::string("bad regex: ") + e.what());
+    return kExitUsage;
+  } catch (const std::system_error& e) {
+    say(std::string("system error: ") + e.what());
+    return kExitBadLog;
+  } catch (const std::logic_error& e) {
+    // std::length_error, std::out_of_range...: a bug, or input no check caught.
+    say(std::string("internal error (") + e.what() +
+        "). The log may be corrupt: check it with `heapman verify LOG`; if it verifies, please "
+        "report this with the log");
+    return kExitBadLog;
+  } catch (const std::exception& e) {
+    say(e.what());
+    return kExitBadLog;
+  } catch (...) {
+    say("unexpected error. The log may be corrupt: check it with `heapman verify LOG`");
+    return kExitBadLog;
+  }
+}
+
+std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
+                                       const std::atomic<bool>* cancel) {
   auto s = std::make_unique<Session>();
   s->path = path;
   replay::ReplayOptions o;
   s->progress = std::make_shared<ProgressBar>();
   s->progress->restart("indexing " + fs::path(path).filename().string());
   o.progress = [bar = s->progress](uint64_t d, uint64_t t) { (*bar)(d, t); };
+  o.intactPrefix = true;
+  o.cancel = cancel;  // a damaged log: answer over its intact chunks, say so, exit 1
   try {
     s->replay = std::make_unique<replay::Replay>(path, o);
   } catch (const log::FormatError& e) {
@@ -129,6 +174,14 @@ int runOneShot(const ReplayVerb& v, const Args& args) {
     s->progress->restart(v.name);
     int rc = v.run(*s, vm);
     s->progress->finish();
+    if (s->replay->damage() && rc == kExitOk) {
+      // The answer is printed, but it covers only part of the log: scripts must notice.
+      std::fprintf(stderr,
+                   "heapman %s: %s is damaged (%s): the answer covers only the intact part before "
+                   "it; run `heapman verify %s` for details\n",
+                   v.name, s->path.c_str(), s->replay->damage()->what(), s->path.c_str());
+      rc = kExitBadLog;
+    }
     return rc;
   });
 }
@@ -138,7 +191,13 @@ int runInSession(const ReplayVerb& v, Session& s, const Args& args) {
     po::variables_map vm;
     if (parse(v, args, false, vm) < 0) return kExitOk;
     s.progress->restart(v.name);
-    int rc = v.run(s, vm);
+    int rc;
+    try {
+      rc = v.run(s, vm);
+    } catch (...) {
+      s.progress->finish();  // erase a half-drawn bar before the error (or "interrupted")
+      throw;
+    }
     s.progress->finish();
     return rc;
   });

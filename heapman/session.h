@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -41,7 +42,9 @@ struct Session {
   std::shared_ptr<ProgressBar> progress;
 
   // Opens a log and its index (building it with a progress bar when needed). Throws.
-  static std::unique_ptr<Session> open(const std::string& path, bool symbolize);
+  // `cancel`: when it reads true, the index build or a later seek throws replay::Interrupted.
+  static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
+                                       const std::atomic<bool>* cancel = nullptr);
 };
 
 // A replay verb: its options, and what it does with an open session.

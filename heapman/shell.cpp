@@ -2,10 +2,13 @@
 // argument, plus help, open LOG, info, verify, quit. The log, its index and the symbols resolved
 // so far stay loaded between commands. History in memory and in ~/.heapman_history; a small line
 // editor (arrows, Home/End, Ctrl-A/E/K/U/W/C/D) when stdin is a terminal, plain line reading
-// otherwise (so commands can be piped in). Errors print and the shell goes on.
+// otherwise (so commands can be piped in). Errors print and the shell goes on. Ctrl-C during a
+// command ends that command ("interrupted"); at the prompt, on an empty line, it ends the shell.
+#include <signal.h>
 #include <termios.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,6 +21,32 @@ namespace heapman::cli {
 namespace {
 
 constexpr size_t kHistoryMax = 1000;
+
+// Ctrl-C while a command runs ends that command, not the shell: SIGINT sets this flag, which the
+// replay polls between blocks of records (ReplayOptions::cancel). At the prompt SIGINT keeps its
+// default action (a terminal's Ctrl-C arrives there as a key: see LineEditor).
+std::atomic<bool> gInterrupt{false};
+
+extern "C" void onSigint(int) { gInterrupt.store(true, std::memory_order_relaxed); }
+
+// SIGINT handled for the lifetime of the object (one command).
+class InterruptScope {
+ public:
+  InterruptScope() {
+    gInterrupt.store(false, std::memory_order_relaxed);
+    struct sigaction sa {};
+    sa.sa_handler = onSigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a blocking call returns EINTR
+    ::sigaction(SIGINT, &sa, &old_);
+  }
+  ~InterruptScope() { ::sigaction(SIGINT, &old_, nullptr); }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction old_ {};
+};
 
 std::string historyPath() {
   const char* h = std::getenv("HOME");
@@ -112,8 +141,9 @@ class LineEditor {
       if (c == 4) {  // Ctrl-D
         if (buf.empty()) return false;
         if (pos < buf.size()) buf.erase(pos, 1);
-      } else if (c == 3) {  // Ctrl-C: drop the line
+      } else if (c == 3) {  // Ctrl-C: drop the line; on an empty line, leave
         std::fputs("^C\n", stdout);
+        if (buf.empty()) return false;
         buf.clear();
         pos = 0;
         h = history_.size();
@@ -207,8 +237,9 @@ int runShell(const Args& args) {
     }
   }
   auto openLog = [&](const std::string& path) {
+    InterruptScope interruptible;
     try {
-      auto s = Session::open(path, !noSymbols);
+      auto s = Session::open(path, !noSymbols, &gInterrupt);
       const replay::LogTables& t = s->replay->tables();
       std::printf("%s: %llu events, %zu GCs, %zu custom events, %zu frames%s\n", path.c_str(),
                   static_cast<unsigned long long>(t.eventCount), t.gcs.size(), t.events.size(),
@@ -217,8 +248,8 @@ int runShell(const Args& args) {
         std::printf("warning: %s\n", w.c_str());
       session = std::move(s);
       return true;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "heapman: %s\n", e.what());
+    } catch (...) {
+      reportError("");
       return false;
     }
   };
@@ -287,18 +318,24 @@ int runShell(const Args& args) {
     }
     Args withLog{session->path};
     withLog.insert(withLog.end(), rest.begin(), rest.end());
-    try {
-      if (cmd == "info")
-        lastRc = runInfo(withLog);
-      else if (cmd == "verify")
-        lastRc = runVerify(withLog);
-      else
-        lastRc = runInSession(*v, *session, rest);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "heapman %s: %s\n", cmd.c_str(), e.what());
-      lastRc = kExitBadLog;
+    {
+      InterruptScope interruptible;
+      try {
+        if (cmd == "info")
+          lastRc = runInfo(withLog);
+        else if (cmd == "verify")
+          lastRc = runVerify(withLog);
+        else
+          lastRc = runInSession(*v, *session, rest);
+      } catch (...) {
+        lastRc = reportError(cmd.c_str());
+      }
     }
-    std::fflush(stdout);
+    try {
+      flushStdout();
+    } catch (...) {
+      lastRc = reportError(cmd.c_str());
+    }
   }
   (void)lastRc;
   return kExitOk;

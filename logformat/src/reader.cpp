@@ -59,9 +59,9 @@ std::optional<Record> decodeExtended(uint32_t kind, const EventCommon& ev,
 
 }  // namespace detail
 
-LogReader::LogReader(std::unique_ptr<Storage> s) : storage_(std::move(s)) {
+LogReader::LogReader(std::unique_ptr<Storage> s, ReadMode mode) : storage_(std::move(s)) {
   parsePrefix();
-  if (!tryFooter()) scan();
+  if (!tryFooter()) scan(mode);
 }
 LogReader::LogReader(LogReader&&) noexcept = default;
 LogReader& LogReader::operator=(LogReader&&) noexcept = default;
@@ -71,10 +71,12 @@ const std::string& LogReader::name() const { return storage_->name; }
 uint64_t LogReader::fileSize() const { return storage_->size; }
 std::span<const uint8_t> LogReader::bytes() const { return {storage_->data, storage_->size}; }
 
-LogReader LogReader::open(const std::string& path) {
+LogReader LogReader::open(const std::string& path, ReadMode mode) {
   auto s = std::make_unique<Storage>();
   s->name = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; fstat below refuses
+  // it (and any other non-regular file) before anything is read. mmap ignores the flag.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
                       std::string("cannot open: ") + std::strerror(errno));
@@ -94,7 +96,13 @@ LogReader LogReader::open(const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
     throw FormatError(ErrorCode::kIo, 0, FormatError::kNoChunk,
-                      "is not a regular file; copy the log to a file first");
+                      std::string("is not a regular file (") +
+                          (S_ISFIFO(st.st_mode)  ? "a FIFO"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                                                  : "not a file") +
+                          "); copy the log to a file first");
   }
   if (st.st_size == 0) {
     ::close(fd);
@@ -113,10 +121,10 @@ LogReader LogReader::open(const std::string& path) {
   s->map = m;
   s->data = static_cast<const uint8_t*>(m);
   s->size = s->mapLength;
-  return LogReader(std::move(s));
+  return LogReader(std::move(s), mode);
 }
 
-LogReader LogReader::fromBytes(std::vector<uint8_t> bytes, std::string name) {
+LogReader LogReader::fromBytes(std::vector<uint8_t> bytes, std::string name, ReadMode mode) {
   auto s = std::make_unique<Storage>();
   s->name = std::move(name);
   s->owned = std::move(bytes);
@@ -126,7 +134,7 @@ LogReader LogReader::fromBytes(std::vector<uint8_t> bytes, std::string name) {
     throw FormatError(ErrorCode::kEmpty, 0, FormatError::kNoChunk,
                       "is empty (0 bytes): the recorder wrote nothing; record again");
   }
-  return LogReader(std::move(s));
+  return LogReader(std::move(s), mode);
 }
 
 void LogReader::parsePrefix() {
@@ -267,7 +275,21 @@ bool LogReader::tryFooter() {
   }
 }
 
-void LogReader::scan() {
+void LogReader::scan(ReadMode mode) {
+  try {
+    scanChunks();
+  } catch (const FormatError& e) {
+    if (mode == ReadMode::kStrict) throw;
+    // chunks_ holds the intact chunks before the damage.
+    uint64_t intact = chunks_.empty() ? firstChunkOffset_ : chunks_.back().end();
+    end_ = LogEnd{false, intact, storage_->size,
+                  std::string("corrupt at ") + e.what() + "; " + std::to_string(chunks_.size()) + " intact chunk" +
+                      (chunks_.size() == 1 ? "" : "s") + " end at byte " + std::to_string(intact),
+                  e};
+  }
+}
+
+void LogReader::scanChunks() {
   const uint8_t* d = storage_->data;
   uint64_t size = storage_->size;
   uint64_t off = firstChunkOffset_;

@@ -11,11 +11,7 @@ namespace heapman::replay {
 namespace {
 
 std::regex compile(const std::string& re, const char* what) {
-  try {
-    return std::regex(re, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw ReplayError(std::string("bad ") + what + " regex '" + re + "': " + e.what());
-  }
+  return compileRegex(re, "", what);
 }
 
 struct Collector : Observer {

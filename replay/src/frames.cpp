@@ -143,12 +143,23 @@ Exclusions Exclusions::fromFile(const std::string& path) {
   return e;
 }
 
-void Exclusions::add(const std::string& regex, const std::string& where) {
+std::regex compileRegex(const std::string& pattern, const std::string& where,
+                        const std::string& kind) {
+  std::string prefix = (where.empty() ? "" : where + ": ") + "bad " + (kind.empty() ? "" : kind + " ");
+  std::string shown = pattern.size() > 80 ? pattern.substr(0, 77) + "..." : pattern;
+  if (pattern.size() > kMaxRegexLength)
+    throw ReplayError(prefix + "regex '" + shown + "': it is " + std::to_string(pattern.size()) +
+                      " characters long, at most " + std::to_string(kMaxRegexLength) +
+                      " are accepted (match a distinctive part of the name instead)");
   try {
-    res_.emplace_back(regex, std::regex::ECMAScript | std::regex::optimize);
+    return std::regex(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
   } catch (const std::regex_error& err) {
-    throw ReplayError(where + ": bad regex '" + regex + "': " + err.what());
+    throw ReplayError(prefix + "regex '" + shown + "': " + err.what());
   }
+}
+
+void Exclusions::add(const std::string& regex, const std::string& where) {
+  res_.push_back(compileRegex(regex, where));
   texts_.push_back(regex);
 }
 

@@ -23,9 +23,15 @@ std::vector<std::string> warnings(const Replay& r) {
     w.push_back("the recorder lost " + std::to_string(t.lostEvents) + " events (" + reasons +
                 "): results may be incomplete");
   }
-  if (!r.reader().end().complete)
+  if (const auto& d = r.damage()) {
+    w.push_back(std::string("the log is damaged: ") + d->what() +
+                "; results cover only the events before it (up to seq " +
+                (t.eventCount ? std::to_string(t.endSeq - 1) : std::string("-")) +
+                "); `heapman verify` checks the whole log");
+  } else if (!r.reader().end().complete) {
     w.push_back("the log is truncated (" + r.reader().end().reason +
                 "): it ends at seq " + std::to_string(t.endSeq));
+  }
   return w;
 }
 

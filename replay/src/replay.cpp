@@ -359,6 +359,7 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
         stopped = true;
       }
       if (!done(k, a, stopped)) return;
+      checkCancel();
     }
     return;
   }
@@ -407,6 +408,7 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
       }
       bool end = b->chunkEnd;
       pipe.recycle(std::move(b));
+      checkCancel();
       if (stopped || end) {
         if (!done(k, *a, stopped)) break;
         if (++k >= n) break;
@@ -431,6 +433,7 @@ struct Replay::Applier {
   // Events applied: every record entered past the skipped ones is an event or a definition.
   uint64_t applied() const { return visited - std::min(visited, skip) - definitions; }
   // Index pass only.
+  const ChunkRef* chunk = nullptr;  // being decoded (named in errors)
   std::unordered_map<uint32_t, size_t>* gcIndex = nullptr;
   std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
   bool sawEvent = false;
@@ -445,6 +448,8 @@ struct Replay::Applier {
     if constexpr (IsEvent<T>) {
       if (rec.ev.seq >= limit) throw StopDecoding{};
       if constexpr (kBuild) {
+        if (sawEvent && rec.ev.seq < r.tables_.endSeq) [[unlikely]]
+          badSequence(rec.ev.seq);
         if (!sawEvent) r.tables_.firstSeq = rec.ev.seq;
         sawEvent = true;
         r.tables_.endSeq = rec.ev.seq + 1;
@@ -456,6 +461,16 @@ struct Replay::Applier {
     }
     ++visited;
     return true;
+  }
+
+  // Sequence numbers increase strictly through a log (format.h); `heapman verify` refuses a log
+  // where they do not (a chunk written twice, a corrupt SEQ record), and so do queries.
+  [[noreturn, gnu::noinline, gnu::cold]] void badSequence(uint64_t seq) const {
+    throw FormatError(ErrorCode::kBadSequence, chunk->offset, chunk->number,
+                      "sequence number " + std::to_string(seq) + " does not follow " +
+                          std::to_string(r.tables_.endSeq - 1) +
+                          " (a chunk repeated or out of order?); `heapman verify` names the "
+                          "first bad chunk");
   }
 
   [[gnu::always_inline]] void kill(const LiveObject& o, Death how, uint64_t seq) {
@@ -628,6 +643,13 @@ struct Replay::Applier {
   void operator()(const StackNode& n) {
     if (!enter(n)) return;
     if constexpr (kBuild) {
+      // Node ids are dense (the recorder numbers nodes 1, 2, ...): an id beyond what the log's
+      // records can define is corruption, not a reason to allocate a table that large.
+      if (n.id > r.maxStackNodes_)
+        throw FormatError(ErrorCode::kBadRecord, chunk->offset, chunk->number,
+                          "records do not decode: stack node id " + std::to_string(n.id) +
+                              " is beyond the " + std::to_string(r.maxStackNodes_) +
+                              " nodes the log's records can hold");
       auto& s = r.tables_.stacks;
       if (n.id >= s.size()) s.resize(std::max<size_t>(n.id + 1, s.size() + s.size() / 2));
       s[n.id] = {n.parent, n.managed, true, n.frame};
@@ -666,7 +688,9 @@ struct Replay::Applier {
 // ---- Construction -----------------------------------------------------------------------------
 
 Replay::Replay(const std::string& logPath, ReplayOptions options)
-    : reader_(LogReader::open(logPath)), options_(std::move(options)) {
+    : reader_(LogReader::open(logPath, options.intactPrefix ? ReadMode::kIntactPrefix
+                                                            : ReadMode::kStrict)),
+      options_(std::move(options)) {
   if (options_.useIndex && options_.indexPath.empty()) options_.indexPath = logPath + ".hmx";
   init();
 }
@@ -682,10 +706,17 @@ void Replay::init() {
   dict_ = std::make_unique<InfoDict>(tables_.infos);
   for (const ChunkRef& c : reader_.chunks())
     if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
+  // A stack node record takes at least 4 raw bytes (tag and three varints).
+  uint64_t raw = 0;
+  for (const ChunkRef& c : recordChunks_) raw += c.header.rawLength;
+  maxStackNodes_ = std::max<uint64_t>(raw / 4, 1u << 16);
   auto t0 = std::chrono::steady_clock::now();
   bool loaded = false;
   std::vector<std::string> refused;  // paths holding a FIFO, a directory...: never opened again
-  if (options_.useIndex && !options_.indexPath.empty()) {
+  // The scan stopped at a corrupt chunk header (ReadMode::kIntactPrefix): no index, neither read
+  // nor written, so that every open says the log is damaged.
+  if (reader_.end().corruption) damage_ = reader_.end().corruption;
+  if (options_.useIndex && !options_.indexPath.empty() && !damage_) {
     std::string why;
     for (const std::string& path : indexCandidates(options_.indexPath, reader_.name())) {
       std::string whyHere;
@@ -709,13 +740,29 @@ void Replay::init() {
   if (!loaded) {
     index_ = std::make_unique<Index>();
     std::vector<std::string> where;
-    if (options_.useIndex && !options_.indexPath.empty())
+    if (options_.useIndex && !options_.indexPath.empty() && !damage_)
       for (const std::string& path : indexCandidates(options_.indexPath, reader_.name()))
         if (std::find(refused.begin(), refused.end(), path) == refused.end())
           where.push_back(path);
     for (const std::string& path : where)
       if (index_->openSpill(path)) break;
-    buildTables(true);
+    try {
+      buildTables(true);
+    } catch (const FormatError& e) {
+      // A chunk the scan could not see was damaged (its payload: checksum, decompression or
+      // records). Replay the chunks before it, afresh, and keep no index for a damaged log.
+      auto bad = std::find_if(recordChunks_.begin(), recordChunks_.end(),
+                              [&](const ChunkRef& c) { return c.number == e.chunk(); });
+      if (!options_.intactPrefix || e.code() == ErrorCode::kBadSequence ||
+          bad == recordChunks_.end())
+        throw;
+      damage_ = e;
+      recordChunks_.erase(bad, recordChunks_.end());
+      index_ = std::make_unique<Index>();  // drops the spill file
+      where.clear();
+      status_.why = "not written: the log is damaged";
+      buildTables(true);
+    }
     status_.built = true;
     if (!where.empty()) {
       std::string err;
@@ -779,6 +826,7 @@ void Replay::buildTables(bool withCheckpoints) {
           maybeCheckpoint(k, sinceCheckpoint);
         dict_->newChunk();
         Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
+        a.chunk = &recordChunks_[k];
         a.gcIndex = &gcIndex;
         a.eventCounts = &eventCounts;
         a.sawEvent = sawEvent;
@@ -837,7 +885,21 @@ void Replay::runForward(uint64_t limit, Observer* observer) {
   position_ = limit;
 }
 
+void Replay::checkCancel() const {
+  if (options_.cancel && options_.cancel->load(std::memory_order_relaxed)) [[unlikely]]
+    throw Interrupted();
+}
+
 void Replay::seek(uint64_t limit, Observer* observer) {
+  try {
+    seekUnchecked(limit, observer);
+  } catch (const Interrupted&) {
+    resetState();  // stopped between chunks, position_ not updated: start afresh next time
+    throw;
+  }
+}
+
+void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
   if (observer) {
     if (limit < position_)
       throw ReplayError("cannot observe a backward seek (from " + describe(position_) + " to " +

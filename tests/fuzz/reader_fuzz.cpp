@@ -18,6 +18,9 @@
 // each payload checksum recomputed, so that mutated lengths, records and Cap'n Proto bodies
 // reach the decoders instead of stopping at a checksum mismatch.
 //
+// Read mode: every input is also opened as the queries open it (ReadMode::kIntactPrefix), which
+// must agree with the strict reader (checkIntactPrefix).
+//
 // Run: tests/fuzz/run_fuzz.sh BUILD/tests/fuzz/reader_fuzz [SEED_DIR | DEMO_LOG] [SECONDS]
 // Reproduce: BUILD/tests/fuzz/reader_fuzz CRASH_FILE
 #include <xxhash.h>
@@ -254,14 +257,44 @@ void roundTrip(const hl::LogReader& reader) {
   }
 }
 
-void readLog(std::vector<uint8_t> bytes) {
-  std::optional<hl::LogReader> opened;
+// The queries' reading mode (ReadMode::kIntactPrefix) against the strict one: it fails only where
+// the strict reader fails the same way (before any chunk), and where it stops at a corrupt chunk,
+// the strict reader throws exactly that error; a log the strict reader opens, it opens alike.
+void checkIntactPrefix(const std::vector<uint8_t>& bytes, const hl::LogReader* strict,
+                       const std::optional<hl::FormatError>& strictError) {
+  std::optional<hl::LogReader> prefix;
   try {
-    opened.emplace(hl::LogReader::fromBytes(std::move(bytes), "<fuzz>"));
+    prefix.emplace(hl::LogReader::fromBytes(bytes, "<fuzz>", hl::ReadMode::kIntactPrefix));
   } catch (const hl::FormatError& e) {
-    FUZZ_CHECK(e.what() != nullptr && e.what()[0] != '\0');
+    FUZZ_CHECK(strictError && strictError->code() == e.code() &&
+               strictError->offset() == e.offset());
     return;
   }
+  const auto& corruption = prefix->end().corruption;
+  if (strict) {
+    FUZZ_CHECK(!corruption);
+    FUZZ_CHECK(prefix->chunks().size() == strict->chunks().size());
+    return;
+  }
+  FUZZ_CHECK(strictError);
+  FUZZ_CHECK(corruption);
+  FUZZ_CHECK(corruption->code() == strictError->code());
+  FUZZ_CHECK(corruption->offset() == strictError->offset());
+  FUZZ_CHECK(!prefix->end().complete);
+  for (const hl::ChunkRef& c : prefix->chunks()) FUZZ_CHECK(c.end() <= prefix->end().intactBytes);
+}
+
+void readLog(std::vector<uint8_t> bytes) {
+  std::optional<hl::LogReader> opened;
+  std::optional<hl::FormatError> openError;
+  try {
+    opened.emplace(hl::LogReader::fromBytes(bytes, "<fuzz>"));
+  } catch (const hl::FormatError& e) {
+    FUZZ_CHECK(e.what() != nullptr && e.what()[0] != '\0');
+    openError = e;
+  }
+  checkIntactPrefix(bytes, opened ? &*opened : nullptr, openError);
+  if (!opened) return;
   const hl::LogReader& reader = *opened;
   checkChunkList(reader);
 

@@ -242,6 +242,197 @@ expect_grep blame_cut blame_cut.out '^warning: the log is truncated'
 run 0 verify_cut "$HEAPMAN" verify cut.hml
 expect_grep verify_cut verify_cut.out '^cut\.hml: OK, [0-9]+ chunks, [0-9]+ events verified; truncated: '
 
+# --- a FIFO or device as LOG: refused at once, never waited on ----------------------------------
+mkfifo fifo.hml
+for verb in info verify blame; do
+  run 1 "fifo_$verb" timeout 10 "$HEAPMAN" $verb fifo.hml
+  expect_grep "fifo_$verb" "fifo_$verb.err" 'fifo\.hml: .*is not a regular file \(a FIFO\); copy the log to a file first'
+done
+run 1 fifo_shell timeout 10 "$HEAPMAN" fifo.hml
+expect_grep fifo_shell fifo_shell.err '^heapman: fifo\.hml: is not a regular file \(a FIFO\)'
+run 1 chardev_blame timeout 10 "$HEAPMAN" blame /dev/null
+expect_grep chardev_blame chardev_blame.err 'is not a regular file \(a character device\)'
+
+# --- output that cannot be written: exit 1, never a silent 0 ------------------------------------
+if [[ -w /dev/full ]]; then
+  run 1 full_blame bash -c '"$0" blame out.hml > /dev/full' "$HEAPMAN"
+  expect_grep full_blame full_blame.err '^heapman: writing standard output failed: No space left on device$'
+  run 1 full_stacks "$HEAPMAN" stacks out.hml -o /dev/full
+  expect_grep full_stacks full_stacks.err '^heapman: writing /dev/full failed: No space left on device$'
+  run 1 full_csv "$HEAPMAN" blame out.hml --csv /dev/full
+  expect_grep full_csv full_csv.err '^heapman: writing /dev/full failed: No space left on device$'
+  run 1 full_json "$HEAPMAN" gcs out.hml --json /dev/full
+  expect_grep full_json full_json.err '^heapman: writing /dev/full failed: No space left on device$'
+  run 1 full_info bash -c '"$0" info out.hml > /dev/full' "$HEAPMAN"
+  expect_grep full_info full_info.err '^heapman: writing standard output failed: No space left on device$'
+fi
+
+# --- regexes that would crash std::regex: refused (exit 2) or matched safely --------------------
+long=$(python3 -c 'print("a" * 100000)')
+run 2 long_exclude "$HEAPMAN" blame out.hml --exclude-add "$long"
+expect_grep long_exclude long_exclude.err "^heapman blame: --exclude-add: bad regex 'a+\.\.\.': it is 100000 characters long, at most 1000 are accepted"
+run 2 long_type "$HEAPMAN" allocs out.hml --type "$long"
+expect_grep long_type long_type.err "^heapman allocs: bad type regex 'a+\.\.\.': it is 100000 characters long"
+run 2 long_function "$HEAPMAN" allocs out.hml --function "$long"
+expect_grep long_function long_function.err "^heapman allocs: bad function regex 'a+\.\.\.': it is 100000 characters long"
+run 0 nested_exclude "$HEAPMAN" blame out.hml --exclude-add '((((((((((((((((((((a))))))))))))))))))))*c' --exclude-add '(a+)+b'
+
+# --- a damaged chunk in the middle: the answer over the chunks before it, exit 1 ----------------
+"$DEMO_LOG" big.hml 150000 >/dev/null
+python3 - big.hml bigflip.hml bigtwice.hml <<'PY'
+import struct, sys
+src, flip, twice = sys.argv[1:4]
+data = bytearray(open(src, "rb").read())
+hlen = struct.unpack_from("<I", data, 12)[0]
+off, chunks = 24 + hlen, []
+while off + 40 <= len(data) and data[off:off + 4] == b"HMCK":
+    ctype = struct.unpack_from("<H", data, off + 4)[0]
+    stored = struct.unpack_from("<I", data, off + 8)[0]
+    chunks.append((off, ctype, 40 + stored))
+    off += 40 + stored
+records = [c for c in chunks if c[1] == 1]
+assert len(records) >= 4, chunks
+# a payload byte of the third records chunk flipped: its checksum fails
+o, _, n = records[2]
+bad = bytearray(data)
+bad[o + 40 + (n - 40) // 2] ^= 0xFF
+open(flip, "wb").write(bad)
+# the second records chunk written twice (checksums intact, sequence numbers repeat), without
+# the footer (whose index would no longer match)
+o, _, n = records[1]
+index = [c for c in chunks if c[1] == 3]
+end = index[0][0] if index else len(data)
+open(twice, "wb").write(data[:o + n] + data[o:o + n] + data[o + n:end])
+PY
+run 1 flip_gcs "$HEAPMAN" gcs bigflip.hml --csv -
+expect_grep flip_gcs flip_gcs.err '^warning: the log is damaged: chunk [0-9]+ at byte [0-9]+: payload checksum mismatch .*; results cover only the events before it \(up to seq [0-9]+\)'
+expect_grep flip_gcs flip_gcs.err '^heapman gcs: bigflip\.hml is damaged \(chunk [0-9]+ at byte [0-9]+: .*\): the answer covers only the intact part before it; run `heapman verify bigflip\.hml` for details$'
+last=$(sed -nE 's/.*results cover only the events before it \(up to seq ([0-9]+)\).*/\1/p' flip_gcs.err | head -1)
+[[ ${last:-0} -gt 100000 ]] || fail "the damaged log's intact prefix ends at seq '${last:-}'"
+# the damaged log's answer is the intact log's at the last intact event (the damaged log calls it
+# "end")
+run 1 flip_blame "$HEAPMAN" blame bigflip.hml --at "seq:${last:-0}"
+run 0 big_blame "$HEAPMAN" blame big.hml --at "seq:${last:-0}"
+expect_grep flip_blame flip_blame.out '^warning: the log is damaged: '
+diff <(grep -v '^warning\|^log:\|^point:' flip_blame.out) <(grep -v '^warning\|^log:\|^point:' big_blame.out) ||
+  fail "blame at the last intact seq differs between the damaged and the intact log"
+run 1 flip_compare "$HEAPMAN" compare big.hml bigflip.hml
+expect_grep flip_compare flip_compare.err '^heapman compare: bigflip\.hml is damaged \(chunk [0-9]+ at byte [0-9]+: '
+run 1 twice_verify "$HEAPMAN" verify bigtwice.hml
+expect_grep twice_verify twice_verify.err 'FAILED \[bad_sequence\] chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
+run 1 twice_blame "$HEAPMAN" blame bigtwice.hml
+expect_grep twice_blame twice_blame.err '^heapman blame: .*chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
+
+# --- out of memory: a message saying so, never a bare std::bad_alloc -----------------------------
+# (30 MB of address space is too little to index the 2.6M-event log here; where it is enough, only
+# the absence of the bare text is checked)
+rm -f big.hml.hmx
+rc=0
+(ulimit -v 30000 && exec "$HEAPMAN" blame big.hml) >oom.out 2>oom.err || rc=$?
+grep -q 'bad_alloc' oom.err && fail "out of memory printed a bare std::bad_alloc: $(cat oom.err)"
+if [[ $rc -ne 0 ]]; then
+  [[ $rc -eq 1 ]] || fail "out of memory exited $rc, expected 1"
+  expect_grep oom oom.err '^heapman blame: out of memory\. The log may be corrupt \(check it with `heapman verify LOG`\) or need more memory than this machine has$'
+fi
+
+# --- Ctrl-C in the shell ends the command, not the shell ----------------------------------------
+# `stacks -o FIFO` blocks opening a FIFO nobody reads: SIGINT ends that command only, the shell
+# says "interrupted" and answers the next command; SIGINT at the prompt still ends the shell.
+mkfifo sink.fifo
+HOME="$PWD" python3 - "$HEAPMAN" <<'PY' || fail "Ctrl-C in the shell (see above)"
+import signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "out.hml"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)
+p.stdin.write("stacks -o sink.fifo\n")
+p.stdin.flush()
+
+def wait_for(wchan, what):  # until the shell blocks in the kernel function `wchan`
+    deadline = time.time() + 10
+    while True:
+        try:
+            if wchan in open(f"/proc/{p.pid}/wchan").read():
+                return
+        except OSError:
+            pass
+        if time.time() > deadline:
+            p.kill()
+            sys.exit("the shell never blocked " + what)
+        time.sleep(0.02)
+
+wait_for("_partner", "opening the FIFO")  # wait_for_partner: open() of a FIFO nobody reads
+p.send_signal(signal.SIGINT)
+time.sleep(0.5)
+if p.poll() is not None:
+    sys.exit(f"the shell ended on SIGINT during a command (exit {p.returncode})")
+p.stdin.write("gcs --csv -\n")
+p.stdin.flush()
+out = ""
+while not out.startswith("gc,begin_seq,end_seq"):  # the answer: a header and 2 GCs
+    out = p.stdout.readline()
+    if not out:
+        sys.exit("the shell did not answer after the interrupted command")
+for _ in range(2):
+    out += p.stdout.readline()
+if out.count("\n") != 3:
+    sys.exit("gcs answered: " + out)
+wait_for("pipe_read", "waiting for the next command")  # back at the prompt
+p.send_signal(signal.SIGINT)  # at the prompt: ends the shell, as before
+_, err = p.communicate(timeout=10)
+if "heapman stacks: interrupted" not in err:
+    sys.exit("no 'interrupted' message: " + err)
+if p.returncode != -signal.SIGINT:
+    sys.exit(f"SIGINT at the prompt did not end the shell (exit {p.returncode})")
+PY
+
+# The same on a terminal: the Ctrl-C key during a command (the terminal sends SIGINT), then the
+# next command, then Ctrl-C on an empty prompt, which ends the shell.
+HOME="$PWD" python3 - "$HEAPMAN" <<'PY' || fail "Ctrl-C in the shell on a terminal (see above)"
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "out.hml"])
+seen = b""
+def expect(what, timeout=10):
+    global seen
+    deadline = time.time() + timeout
+    while what.encode() not in seen:
+        r, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+        if not r:
+            sys.exit(f"no {what!r} on the terminal; it shows: {seen.decode(errors='replace')!r}")
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:
+            sys.exit(f"the shell ended before {what!r}; it showed: {seen.decode(errors='replace')!r}")
+    seen = seen[seen.index(what.encode()) + len(what):]
+def blocked_in(wchan):
+    deadline = time.time() + 10
+    while wchan not in open(f"/proc/{pid}/wchan").read():
+        if time.time() > deadline:
+            sys.exit("the shell never blocked in " + wchan)
+        time.sleep(0.02)
+expect("heapman> ")
+os.write(fd, b"stacks -o sink.fifo\r")
+blocked_in("_partner")
+os.write(fd, b"\x03")
+expect("heapman stacks: interrupted")
+expect("heapman> ")
+os.write(fd, b"gcs --csv -\r")
+expect("gc,begin_seq,end_seq")
+expect("heapman> ")
+os.write(fd, b"\x03")
+deadline = time.time() + 10
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.time() > deadline:
+        os.kill(pid, 9)
+        sys.exit("Ctrl-C on an empty prompt did not end the shell")
+    time.sleep(0.05)
+if not os.WIFEXITED(status) or os.WEXITSTATUS(status) != 0:
+    sys.exit(f"Ctrl-C on an empty prompt: wait status {status}, expected exit 0")
+PY
+
 # --- usage errors ------------------------------------------------------------------------------
 run 2 bogus "$HEAPMAN" bogusverb
 expect_grep bogus bogus.err "unknown verb 'bogusverb'"

@@ -68,6 +68,62 @@ TEST_CASE("a chunk claiming more than LZ4 can expand is refused before allocatin
   CHECK(track.largest() < stored * 255);
 }
 
+// Counts and lengths read from a records chunk with valid checksums (the real writer's), each
+// claiming far more than the chunk holds: refused naming the chunk and its offset, and nothing
+// near the claimed size is allocated.
+TEST_CASE("counts and lengths beyond the chunk are refused without allocating", "[hostile]") {
+  auto check = [](const HandChunk& h, const char* what) {
+    Bytes payload = h.payload();
+    Bytes log = writeLog(testHeader(), {}, [&](LogWriter& w) {
+      w.writeRawChunk(static_cast<uint16_t>(ChunkType::kRecords), payload, 0, 1);
+    });
+    LogReader reader = LogReader::fromBytes(log);
+    REQUIRE(reader.chunks().size() == 1);
+    AllocTrack track;
+    auto err = formatErrorOf([&] { (void)summarize(reader); });
+    REQUIRE(err);
+    CHECK(err->code() == ErrorCode::kBadRecord);
+    CHECK(err->chunk() == 0);
+    CHECK(err->offset() == reader.chunks()[0].offset);
+    CHECK_THAT(err->what(), Catch::Contains(what));
+    CHECK(track.largest() < (1u << 20));
+  };
+  SECTION("a collected set of 2^40 addresses") {
+    HandChunk h;
+    h.t.push_back(tag::kCollected);
+    HandChunk::varint(h.m, 1);
+    HandChunk::varint(h.m, uint64_t{1} << 40);
+    h.m.insert(h.m.end(), 64, 0x01);
+    check(h, "collected count too large");
+  }
+  SECTION("an extended record of 2^40 bytes") {
+    HandChunk h;
+    h.t.push_back(tag::kExtended);
+    HandChunk::varint(h.m, static_cast<uint32_t>(ExtKind::kString));
+    HandChunk::varint(h.m, 0);
+    HandChunk::varint(h.m, uint64_t{1} << 40);
+    h.m.insert(h.m.end(), 64, 0x00);
+    check(h, "length runs past end of stream");
+  }
+  SECTION("stream lengths beyond the payload") {
+    HandChunk h;
+    h.time(5);
+    Bytes payload;
+    HandChunk::varint(payload, uint64_t{1} << 40);  // T
+    HandChunk::varint(payload, 0);
+    HandChunk::varint(payload, 0);
+    payload.push_back(tag::kTime);
+    Bytes log = writeLog(testHeader(), {}, [&](LogWriter& w) {
+      w.writeRawChunk(static_cast<uint16_t>(ChunkType::kRecords), payload, 0, 1);
+    });
+    auto err = formatErrorOf([&] { readAndSummarize(log); });
+    REQUIRE(err);
+    CHECK(err->code() == ErrorCode::kBadRecord);
+    CHECK(err->chunk() == 0);
+    CHECK_THAT(err->what(), Catch::Contains("stream lengths exceed the payload"));
+  }
+}
+
 TEST_CASE("text with NUL bytes keeps its full length", "[hostile][roundtrip]") {
   using namespace std::string_literals;
   Header header = testHeader();

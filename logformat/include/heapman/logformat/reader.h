@@ -48,6 +48,16 @@ struct LogEnd {
   uint64_t intactBytes = 0;  // bytes of the file that hold intact data
   uint64_t fileBytes = 0;
   std::string reason;        // for a truncated log: where and why reading stops
+  // Only with ReadMode::kIntactPrefix: the scan stopped at a corrupt chunk (not at the end of a
+  // torn file); the error it would have thrown.
+  std::optional<FormatError> corruption;
+};
+
+// How the reader treats a corrupt chunk header or footer met while scanning the chunks.
+enum class ReadMode {
+  kStrict,        // throw FormatError (verify, info)
+  kIntactPrefix,  // stop there: chunks() holds the intact chunks before it, end().corruption
+                  // says what was found where (queries answer over the prefix and say so)
 };
 
 // Decodes one records chunk's raw payload, calling visitor(const T&) for every record type T of
@@ -72,9 +82,11 @@ concept AllocLocalVisitor = requires(V& v, const Alloc& a, uint32_t i) { v.alloc
 class LogReader {
  public:
   // Opens and maps a file. Throws FormatError (kIo, kEmpty, kNotALog, kNewerVersion, ...).
-  static LogReader open(const std::string& path);
+  // A FIFO, device or directory is refused (kIo) without waiting for data.
+  static LogReader open(const std::string& path, ReadMode mode = ReadMode::kStrict);
   // Reads a log held in memory (tests, fuzzing). `name` appears in messages.
-  static LogReader fromBytes(std::vector<uint8_t> bytes, std::string name = "<memory>");
+  static LogReader fromBytes(std::vector<uint8_t> bytes, std::string name = "<memory>",
+                             ReadMode mode = ReadMode::kStrict);
 
   LogReader(LogReader&&) noexcept;
   LogReader& operator=(LogReader&&) noexcept;
@@ -124,10 +136,11 @@ class LogReader {
 
  private:
   struct Storage;
-  explicit LogReader(std::unique_ptr<Storage> s);
+  LogReader(std::unique_ptr<Storage> s, ReadMode mode);
   void parsePrefix();
   bool tryFooter();
-  void scan();
+  void scan(ReadMode mode);
+  void scanChunks();
   ChunkHeader readChunkHeader(uint64_t offset, uint32_t number) const;
   void checkCount(const ChunkRef& c, uint32_t decoded) const;
 

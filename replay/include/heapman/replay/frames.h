@@ -58,6 +58,19 @@ class FrameNamer {
   std::vector<std::pair<uint64_t, size_t>> jitByStart_;  // (code start, index in jitRanges)
 };
 
+// Compiles a user's regex (exclusions, --type, --function), ECMAScript syntax without
+// backreferences. Refuses (ReplayError) a pattern longer than
+// kMaxRegexLength characters or that std::regex cannot compile (its NFA is capped at 100 000
+// states, so {n} repeats cannot blow it up). Matching runs libstdc++'s breadth-first executor
+// (regex_constants::__polynomial): its recursion is bounded by the pattern's states, not by the
+// length of the name matched, and it never backtracks exponentially; the default depth-first one
+// overflows the stack on `(a|b)*` against a long name and takes exponential time on `(a+)+b`.
+inline constexpr size_t kMaxRegexLength = 1000;
+// `where` ("FILE:LINE", "--exclude-add", or "") and `kind` ("type", "function", or "") name it in
+// errors: "WHERE: bad KIND regex 'R': why".
+std::regex compileRegex(const std::string& pattern, const std::string& where,
+                        const std::string& kind = "");
+
 class Exclusions {
  public:
   // Reads a file; throws ReplayError "FILE:LINE: bad regex 'R': why" or "cannot read FILE".

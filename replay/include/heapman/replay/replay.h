@@ -17,10 +17,12 @@
 // Threads: one thread uses a Replay at a time (seek() may decode on a helper thread of its own).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -36,6 +38,13 @@ namespace heapman::replay {
 class ReplayError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// Thrown by seek() and the index pass when ReplayOptions::cancel was set (Ctrl-C in the shell).
+// The replay stays usable: the state is reset and the next seek starts afresh.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
 };
 
 // What a live object has besides its address and birth: one entry per distinct combination.
@@ -154,6 +163,13 @@ struct ReplayOptions {
   FILE* notes = stderr;
   // Called with (done, total) work units during long steps (index build, long seeks).
   std::function<void(uint64_t, uint64_t)> progress;
+  // false: a corrupt chunk anywhere throws log::FormatError. true: the replay covers the intact
+  // chunks before the first corrupt one and damage() says where it stopped (no index file is
+  // written for such a log). Sequence numbers that do not increase are refused either way.
+  bool intactPrefix = false;
+  // Polled between blocks of a few thousand records; when it reads true, the replay throws
+  // Interrupted. May be set from a signal handler.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct IndexStatus {
@@ -177,6 +193,9 @@ class Replay {
   const log::LogReader& reader() const { return reader_; }
   const LogTables& tables() const { return tables_; }
   const IndexStatus& index() const { return status_; }
+  // With ReplayOptions::intactPrefix: the corruption the replay stopped at (chunk and byte
+  // offset in the error), else nullopt. The state and tables cover the chunks before it.
+  const std::optional<log::FormatError>& damage() const { return damage_; }
   const AllocInfo& info(uint32_t id) const { return tables_.infos[id]; }
 
   // The sequence limit of a point; throws ReplayError naming the valid range.
@@ -217,6 +236,8 @@ class Replay {
   bool writeIndexFile(const std::string& path, std::string* error);
   void resetState();
   void runForward(uint64_t limit, Observer* observer);
+  void seekUnchecked(uint64_t limit, Observer* observer);
+  void checkCancel() const;
   template <class Make, class Done, class Want>
   void forEachChunk(size_t first, Make&& make, Done&& done, Want&& want);
   void loadCheckpoint(size_t i);
@@ -257,6 +278,8 @@ class Replay {
   uint64_t cpSpent_ = 0;           // checkpoint bytes written
   double cpBytesPerEntry_ = 2.0;   // stored bytes per object or address, as last measured
   Stats stats_;
+  std::optional<log::FormatError> damage_;
+  uint64_t maxStackNodes_ = 0;  // bound on stack node ids: what the records chunks can hold
   friend struct ReplayTestAccess;
 };
 

@@ -1,0 +1,165 @@
+// Damaged and crafted logs in the engine: what `heapman verify` refuses, queries refuse too
+// (sequence numbers that go back, a chunk written twice); a corrupt chunk in the middle leaves the
+// chunks before it readable (ReplayOptions::intactPrefix); sizes read from the file cannot make
+// the engine allocate beyond what the file holds; a cancelled seek leaves a usable replay.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+
+#include "heapman/logformat/summary.h"
+#include "test_log.h"
+
+using namespace rtest;
+using namespace heapman::replay;
+
+namespace {
+
+ReplayOptions quiet(bool intactPrefix = false) {
+  ReplayOptions o;
+  o.checkpointEvents = 300;
+  o.useIndex = false;
+  o.notes = nullptr;
+  o.intactPrefix = intactPrefix;
+  return o;
+}
+
+template <class F>
+std::optional<FormatError> formatErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const FormatError& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+void varint(std::vector<uint8_t>& b, uint64_t v) {
+  while (v >= 0x80) {
+    b.push_back(static_cast<uint8_t>(v | 0x80));
+    v >>= 7;
+  }
+  b.push_back(static_cast<uint8_t>(v));
+}
+
+// Copies every chunk of `log` into a new log with the real writer (so every checksum is
+// right), writing the chunk numbered `twice` a second time right after itself.
+std::vector<uint8_t> withChunkTwice(const std::vector<uint8_t>& log, uint32_t twice) {
+  LogReader in = LogReader::fromBytes(log);
+  LogBuilder b;
+  std::vector<uint8_t> buf;
+  for (const ChunkRef& c : in.chunks()) {
+    auto raw = in.payload(c, buf);
+    for (int i = 0; i < (c.number == twice ? 2 : 1); ++i)
+      b.writer.writeRawChunk(c.header.type, raw, c.header.firstSeq, c.header.recordCount);
+  }
+  return b.finish();
+}
+
+}  // namespace
+
+TEST_CASE("a chunk written twice is refused by queries as by verify", "[replay][damaged]") {
+  auto log = withChunkTwice(makeWorkload(3, 8, 100), 2);
+  auto verify = formatErrorOf([&] { (void)summarize(LogReader::fromBytes(log)); });
+  REQUIRE(verify);
+  CHECK(verify->code() == ErrorCode::kBadSequence);
+  CHECK(verify->chunk() == 3);
+  for (bool prefix : {false, true}) {
+    auto query = formatErrorOf([&] { Replay r(LogReader::fromBytes(log), quiet(prefix)); });
+    REQUIRE(query);
+    CHECK(query->code() == ErrorCode::kBadSequence);
+    CHECK(query->chunk() == 3);
+    CHECK(query->offset() == verify->offset());
+  }
+}
+
+TEST_CASE("a stack node id beyond what the log holds is refused, not allocated",
+          "[replay][damaged]") {
+  // One records chunk: T = {STACK_NATIVE}, M = zz(id - 0), zz(id - parent 0), zz(frame 0x1000).
+  // Valid checksums (the real writer); the old engine sized its stack table by the id: 64 GiB.
+  const uint64_t id = 0xFFFFFFF0u;
+  std::vector<uint8_t> m;
+  varint(m, id * 2);
+  varint(m, id * 2);
+  varint(m, 0x1000 * 2);
+  std::vector<uint8_t> payload;
+  varint(payload, 1);  // T
+  varint(payload, 0);  // A
+  varint(payload, 0);  // S
+  payload.push_back(0x5C);
+  payload.insert(payload.end(), m.begin(), m.end());
+  LogBuilder b;
+  b.writer.writeRawChunk(static_cast<uint16_t>(ChunkType::kRecords), payload, 0, 1);
+  auto log = b.finish();
+  LogReader reader = LogReader::fromBytes(log);
+  REQUIRE(reader.chunks().size() == 1);
+  auto err = formatErrorOf([&] { Replay r(LogReader::fromBytes(log), quiet()); });
+  REQUIRE(err);
+  CHECK(err->code() == ErrorCode::kBadRecord);
+  CHECK(err->chunk() == 0);
+  CHECK(err->offset() == reader.chunks()[0].offset);
+  CHECK_THAT(err->what(), Catch::Contains("stack node id 4294967280"));
+}
+
+TEST_CASE("a corrupt chunk in the middle: queries replay the intact chunks before it",
+          "[replay][damaged]") {
+  const auto good = makeWorkload(5, 20, 150);
+  LogReader intact = LogReader::fromBytes(good);
+  REQUIRE(intact.chunks().size() > 8);
+  const ChunkRef bad = intact.chunks()[6];
+  REQUIRE(bad.header.type == static_cast<uint16_t>(ChunkType::kRecords));
+
+  SECTION("payload byte flipped (found while decoding)") {
+    auto log = good;
+    log[bad.offset + kChunkHeaderSize + bad.header.storedLength / 2] ^= 0x40;
+    CHECK(formatErrorOf([&] { Replay r(LogReader::fromBytes(log), quiet()); }));
+    Replay r(LogReader::fromBytes(log), quiet(true));
+    REQUIRE(r.damage());
+    CHECK(r.damage()->code() == ErrorCode::kBadChecksum);
+    CHECK(r.damage()->chunk() == 6);
+    CHECK(r.damage()->offset() == bad.offset);
+    CHECK(r.tables().endSeq <= bad.header.firstSeq);
+    uint64_t end = r.resolve("end");
+    r.seek(end);
+    CHECK(engineState(r) == referenceState(intact, end));
+    // Every GC before the damage, as in the intact log.
+    Replay whole(LogReader::fromBytes(good), quiet());
+    size_t n = 0;
+    for (const GcRecord& g : whole.tables().gcs) n += g.ended && g.endSeq < bad.header.firstSeq;
+    CHECK(r.tables().gcs.size() == n);
+  }
+  SECTION("chunk header magic damaged (found by the scan)") {
+    auto log = good;
+    log[bad.offset] ^= 0x01;
+    Replay r(LogReader::fromBytes(log, "damaged", ReadMode::kIntactPrefix), quiet(true));
+    REQUIRE(r.damage());
+    CHECK(r.damage()->code() == ErrorCode::kBadChunkHeader);
+    CHECK(r.damage()->chunk() == 6);
+    CHECK(r.damage()->offset() == bad.offset);
+    CHECK(r.reader().chunks().size() == 6);
+    uint64_t end = r.resolve("end");
+    CHECK(end == bad.header.firstSeq);
+    r.seek(end);
+    CHECK(engineState(r) == referenceState(intact, end));
+    // The strict reader (verify, info) still refuses the log.
+    auto strict = formatErrorOf([&] { (void)LogReader::fromBytes(log); });
+    REQUIRE(strict);
+    CHECK(strict->chunk() == 6);
+  }
+}
+
+TEST_CASE("a cancelled seek throws Interrupted and the next seek is exact", "[replay][damaged]") {
+  const auto log = makeWorkload(9, 20, 150);
+  std::atomic<bool> cancel{false};
+  ReplayOptions o = quiet();
+  o.cancel = &cancel;
+  Replay r(LogReader::fromBytes(log), o);
+  uint64_t mid = r.resolve("gc:10"), end = r.resolve("end");
+  r.seek(mid);
+  cancel = true;
+  CHECK_THROWS_AS(r.seek(end), Interrupted);
+  cancel = false;
+  r.seek(r.resolve("gc:12"));
+  CHECK(engineState(r) == referenceState(r.reader(), r.resolve("gc:12")));
+  r.seek(end);
+  CHECK(engineState(r) == referenceState(r.reader(), end));
+}
