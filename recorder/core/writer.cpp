@@ -49,8 +49,6 @@ std::string readFile(const char* path) {
 
 // A managed frame as the stack table keys it: its MethodDef id with this bit set.
 constexpr uint64_t kManagedFrame = uint64_t{1} << 63;
-// Object segments of a RAM dump are cut at these address boundaries (see Kind::kRamDump).
-constexpr uint64_t kDumpPage = 4096;
 
 // Stacks as a trie of (parent, frame) nodes, with a cache from whole-stack hash to leaf. A frame
 // with kManagedFrame set is a managed one (a MethodDef id).
@@ -671,33 +669,13 @@ class Writer {
       }
       case Kind::kRamDump: {
         auto* d = reinterpret_cast<RamDump*>(e->a);
-        // The objects' bytes are back to back in list order. Runs of adjacent objects are
-        // written cut at 4 KiB address boundaries, not one segment per object: a page whose
-        // live objects did not change since an earlier dump has the same bytes, so it costs a
-        // reference of ~14 bytes, where per-object segments cost that per object (guile's
-        // 16-byte pairs: a log 178x larger than without dumps).
-        uint64_t at = d->objectBytesOffset;
-        uint64_t runAddress = 0, runLength = 0, runAt = at;
-        auto flushRun = [&] {
-          for (uint64_t off = 0; off < runLength;) {
-            uint64_t address = runAddress + off;
-            uint64_t n = std::min(runLength - off, kDumpPage - address % kDumpPage);
-            log_->writeRam(SegmentKind::kObject, d->gcNumber, address,
-                           {d->base() + runAt + off, static_cast<size_t>(n)});
-            off += n;
-          }
-        };
+        uint64_t at = d->objectBytesOffset;  // the objects' bytes are back to back in list order
         for (uint32_t i = 0; i < d->objectCount; ++i) {
           const RamDump::Object& o = d->objects()[i];
-          if (runLength && o.address == runAddress + runLength) {
-            runLength += o.size;
-          } else {
-            flushRun();
-            runAddress = o.address, runLength = o.size, runAt = at;
-          }
+          log_->writeRam(SegmentKind::kObject, d->gcNumber, o.address,
+                         {d->base() + at, static_cast<size_t>(o.size)});
           at += o.size;
         }
-        flushRun();
         for (uint32_t i = 0; i < d->rangeCount; ++i) {
           const RamDump::Range& rg = d->ranges()[i];
           log_->writeRam(static_cast<SegmentKind>(rg.kind), d->gcNumber, rg.address,

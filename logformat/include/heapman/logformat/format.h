@@ -164,9 +164,7 @@ inline constexpr int kHeapKindCount = 8;
 const char* heapKindName(HeapKind k);
 
 enum class SegmentKind : uint8_t {
-  kObject = 0,       // bytes of live objects: one object (format minor 0), or from minor 1 a
-                     // run of adjacent live objects cut at 4 KiB address boundaries (an
-                     // object may span several segments); readers look bytes up by address
+  kObject = 0,       // bytes of one live object
   kStaticRoot = 1,   // static data segment / registered root range
   kThreadStack = 2,  // a thread's stack, from its stack pointer to its stack base
   kOther = 3,
