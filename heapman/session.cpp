@@ -17,13 +17,15 @@ namespace fs = std::filesystem;
 
 extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb, kAllocsVerb,
     kTypesVerb, kCompareVerb, kStacksVerb;
-extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb;  // heap graph
+extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
+    kPathsVerb;  // heap graph
 
 const std::vector<ReplayVerb>& replayVerbs() {
   static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
                                          kGcsVerb,    kEventsVerb, kAllocsVerb,
                                          kTypesVerb,  kCompareVerb, kStacksVerb,
-                                         kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb};
+                                         kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
+                                         kPathsVerb};
   return v;
 }
 

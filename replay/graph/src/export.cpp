@@ -100,12 +100,15 @@ std::string offsetText(int64_t off) {
 }
 
 // Roots: one fixed colour per kind, so a picture reads at a glance.
+// Kinds are log::rootSourceName's (static_data, mono_static, thread_stack, registered,
+// mono_handle...) and "uncollectable", "finalizer", "roots".
 uint32_t rootColor(std::string_view kind) {
-  if (kind == "static") return 0xf4a261;
-  if (kind == "stack") return 0x90be6d;
-  if (kind == "registered") return 0xe9c46a;
-  if (kind == "handle") return 0x4cc9f0;
-  if (kind == "finalizer") return 0xb5838d;
+  auto has = [&](std::string_view part) { return kind.find(part) != std::string_view::npos; };
+  if (has("stack")) return 0x90be6d;
+  if (has("static") || has("domain")) return 0xf4a261;
+  if (has("registered")) return 0xe9c46a;
+  if (has("handle")) return 0x4cc9f0;
+  if (has("final") || has("uncollectable")) return 0xb5838d;
   return 0xbbbbbb;  // the super-root and kinds added later
 }
 

@@ -20,12 +20,10 @@ std::string hex(uint64_t v) {
   return b;
 }
 
+// The replay's rules for a user's regex (length bound, an executor that cannot overflow the
+// stack): "bad --type regex 'R': why".
 std::regex compile(const std::string& text, const char* option) {
-  try {
-    return std::regex(text, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    throw GraphError(std::string("bad ") + option + " regex '" + text + "': " + e.what());
-  }
+  return replay::compileRegex(text, "", option);
 }
 
 // The offsets of the words of node `from` that point to node `to`.

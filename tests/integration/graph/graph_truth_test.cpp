@@ -227,3 +227,64 @@ TEST_CASE("heapman's graph verbs on the recorded program", "[graph][truth]") {
   CHECK(run("objects '" + t.log + "'" + at + " --type '('", out) == 2);
   CHECK(out.find("bad --type regex") != std::string::npos);
 }
+
+// paths: why list4 is alive (the static array -> list0 -> ... -> list4, each step's field), and
+// the picture opened by the real tools: Graphviz renders it, the GEXF validates against the 1.3
+// XSD, networkx reads both with the same node and edge counts.
+TEST_CASE("heapman paths: root paths to DOT and GEXF that the tools open", "[graph][truth]") {
+  const Truth& t = truth();
+  auto sh = [](const std::string& cmd, std::string& out) {
+    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+    REQUIRE(p);
+    char buf[4096];
+    out.clear();
+    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  char list4[32];
+  std::snprintf(list4, sizeof list4, "0x%llx", static_cast<unsigned long long>(t.at.at("list4")));
+  std::string dot = t.dir + "/paths.dot", gexf = t.dir + "/paths.gexf", out;
+  std::string base = std::string("'") + GRAPH_HEAPMAN + "' paths '" + t.log + "' --at gc:" +
+                     std::to_string(t.gc) + " --no-symbols ";
+  REQUIRE(sh(base + list4 + " --csv - --dot '" + dot + "' --gexf '" + gexf + "'", out) == 0);
+  // One path, from the static data of graph_truth through list0..list3, each at field +0 of
+  // the one before.
+  std::vector<std::string> rows;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line.back() == '\r') line.pop_back(), rows.push_back(line);
+    else rows.push_back(line);
+  std::vector<std::string> steps;
+  for (const std::string& r : rows)
+    if (r.rfind("1,", 0) == 0) steps.push_back(r);
+  INFO(out);
+  REQUIRE(steps.size() == 6);
+  CHECK(steps[0].find("graph_truth data") != std::string::npos);
+  for (int i = 0; i < 5; ++i) {
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "0x%llx",
+                  static_cast<unsigned long long>(t.at.at("list" + std::to_string(i))));
+    CHECK(steps[i + 1].find(std::string(",") + addr + ",") != std::string::npos);
+    if (i > 0) CHECK(steps[i + 1].find(",+0,") != std::string::npos);
+  }
+  REQUIRE(sh(std::string("'") + GRAPH_DOT + "' -Tsvg '" + dot + "' -o '" + t.dir + "/p.svg'", out) == 0);
+  REQUIRE(sh(std::string("'") + GRAPH_XMLLINT + "' --noout --schema '" + GRAPH_GEXF_XSD + "' '" + gexf + "'",
+             out) == 0);
+  REQUIRE(sh(std::string("'") + GRAPH_NX_PYTHON + "' '" + GRAPH_CHECK_PY + "' '" + dot + "' '" + gexf + "'",
+             out) == 0);
+  CHECK(out == "dot 6 5\ngexf 6 5\n");
+  // The cycle is held from the thread's stack or a static: a path whatever the start.
+  char cycle1[32];
+  std::snprintf(cycle1, sizeof cycle1, "0x%llx", static_cast<unsigned long long>(t.at.at("cycle1")));
+  REQUIRE(sh(base + cycle1, out) == 0);
+  CHECK(out.find("roots reaching them: 0") == std::string::npos);
+  // Bad input: an address in no object, a type no object has, both or neither given.
+  CHECK(sh(base + "0x10", out) == 2);
+  CHECK(out.find("in no object") != std::string::npos);
+  CHECK(sh(base + "--type '^no such type$'", out) == 2);
+  CHECK(out.find("heapman types") != std::string::npos);
+  CHECK(sh(base, out) == 2);
+  CHECK(sh(base + list4 + " --dot /dev/full", out) == 1);
+  CHECK(out.find("No space left on device") != std::string::npos);
+}

@@ -16,8 +16,8 @@ struct ExportNode {
   std::string label;     // first line shown (type name, root name)
   std::string type;      // class / type / heap kind
   std::string site;      // the allocating function (blame's rule), empty for roots
-  std::string rootKind;  // empty for objects; "static", "stack", "registered", "handle",
-                         // "finalizer", "roots" (the super-root)
+  std::string rootKind;  // empty for objects; for roots log::rootSourceName's (static_data,
+                         // thread_stack, registered, mono_handle...), "uncollectable", "roots"
   uint64_t address = 0;  // 0 for collapsed nodes
   uint64_t size = 0;     // bytes of the object (summed when collapsed)
   uint64_t retained = 0; // bytes only this node keeps alive
