@@ -25,6 +25,7 @@ const char* segmentKindName(SegmentKind k) {
     case SegmentKind::kStaticRoot: return "static_root";
     case SegmentKind::kThreadStack: return "thread_stack";
     case SegmentKind::kOther: return "other";
+    case SegmentKind::kObjectList: return "object_list";
   }
   return "unknown";
 }

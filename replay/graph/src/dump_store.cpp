@@ -113,11 +113,13 @@ const DumpStore::Where* DumpStore::findCopy(uint64_t hash) const {
 
 namespace {
 
-// Joins the pieces the writer cut a long range into (kSegmentPiece, contiguous, same kind).
-void joinPieces(std::vector<DumpSegment>& v) {
+// Joins the pieces the writer cut a long range into (kSegmentPiece, contiguous, same kind); with
+// `runs` (a dump with object lists: its object segments are runs cut at 4 KiB pages), every
+// segment that continues the one before.
+void joinPieces(std::vector<DumpSegment>& v, bool runs) {
   size_t out = 0;
   for (size_t i = 0; i < v.size(); ++i) {
-    if (out && v[out - 1].kind == v[i].kind && v[out - 1].length % kSegmentPiece == 0 &&
+    if (out && v[out - 1].kind == v[i].kind && (runs || v[out - 1].length % kSegmentPiece == 0) &&
         v[out - 1].address + v[out - 1].length == v[i].address &&
         v[out - 1].offset + v[out - 1].length == v[i].offset) {
       v[out - 1].length += v[i].length;
@@ -126,6 +128,51 @@ void joinPieces(std::vector<DumpSegment>& v) {
     v[out++] = v[i];
   }
   v.resize(out);
+}
+
+// The objects of a dump written with object lists (format.h kObjectList): each listed object
+// becomes a segment over the bytes of the run that holds it. An object whose bytes the dump
+// does not hold whole is dropped (counted as an overlap: the log is inconsistent).
+void objectsFromLists(Dump& d, const std::vector<DumpSegment>& lists) {
+  std::vector<std::pair<uint64_t, uint64_t>> objects;  // address, size
+  for (const DumpSegment& l : lists) {
+    const uint8_t* p = d.data(l);
+    const uint8_t* end = p + l.length;
+    auto varint = [&](uint64_t& v) {
+      v = 0;
+      for (int shift = 0; p < end && shift < 64; shift += 7) {
+        uint8_t b = *p++;
+        v |= uint64_t{b & 0x7fu} << shift;
+        if (!(b & 0x80)) return true;
+      }
+      return false;
+    };
+    uint64_t at = l.address, delta, size;
+    while (p < end) {
+      if (!varint(delta) || !varint(size)) {
+        ++d.overlapsDropped;
+        break;
+      }
+      at += delta;
+      objects.emplace_back(at, size);
+    }
+  }
+  std::sort(objects.begin(), objects.end());
+  std::vector<DumpSegment> runs;
+  runs.swap(d.objects);
+  std::sort(runs.begin(), runs.end(),
+            [](const DumpSegment& a, const DumpSegment& b) { return a.address < b.address; });
+  size_t r = 0;
+  for (const auto& [address, size] : objects) {
+    while (r < runs.size() && runs[r].address + runs[r].length <= address) ++r;
+    if (r == runs.size() || address < runs[r].address ||
+        address + size > runs[r].address + runs[r].length || size == 0) {
+      ++d.overlapsDropped;
+      continue;
+    }
+    d.objects.push_back({address, size, runs[r].offset + (address - runs[r].address),
+                         log::SegmentKind::kObject});
+  }
 }
 
 }  // namespace
@@ -201,10 +248,16 @@ Dump DumpStore::load(uint32_t gc) {
   }
   d.byteCount = d.bytes.size();
 
-  for (const Piece& p : pieces)
-    (p.seg.kind == log::SegmentKind::kObject ? d.objects : d.roots).push_back(p.seg);
-  joinPieces(d.objects);
-  joinPieces(d.roots);
+  std::vector<DumpSegment> lists;
+  for (const Piece& p : pieces) {
+    if (p.seg.kind == log::SegmentKind::kObjectList)
+      lists.push_back(p.seg);
+    else
+      (p.seg.kind == log::SegmentKind::kObject ? d.objects : d.roots).push_back(p.seg);
+  }
+  joinPieces(d.objects, !lists.empty());
+  joinPieces(d.roots, false);
+  if (!lists.empty()) objectsFromLists(d, lists);
   std::sort(d.objects.begin(), d.objects.end(),
             [](const DumpSegment& a, const DumpSegment& b) { return a.address < b.address; });
   // Objects never overlap in a collector's heap; a repeated segment is dropped (counted).

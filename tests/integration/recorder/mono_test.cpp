@@ -351,35 +351,26 @@ TEST_CASE("mono: RAM dumps hold the live objects' bytes, roots and stacks", "[re
     if (f.size() == 3 && f[0] == "object") objects[number(f[1])] = static_cast<uint32_t>(number(f[2]));
   }
   REQUIRE(objects.size() == kObjects);
-  LogReader reader = LogReader::open(rec.logPath);
   uint32_t lastGc = lastGcNumber(rec.logPath);
   REQUIRE(lastGc > 0);
-  std::map<uint64_t, std::vector<uint8_t>> byHash;
+  Dump dump = readDump(rec.logPath, lastGc);
   uint64_t found = 0, rightBytes = 0;
   bool stack = false, staticRoot = false;
-  std::vector<RamSegment> last;
-  for (const ChunkRef& c : reader.chunks()) {
-    if (c.header.type != static_cast<uint16_t>(ChunkType::kRamDump)) continue;
-    reader.forEachSegment(c, [&](const RamSegment& s) {
-      if (s.hasBytes) byHash.emplace(s.hash, s.bytes);
-      if (s.gcNumber == lastGc) last.push_back(s);
-    });
-  }
-  for (const RamSegment& s : last) {
+  for (const RamSegment& s : dump.segments) {
     stack |= s.kind == SegmentKind::kThreadStack && s.length > 0;
     staticRoot |= s.kind == SegmentKind::kStaticRoot && s.length > 0;
-    auto o = objects.find(s.address);
-    if (s.kind != SegmentKind::kObject || o == objects.end()) continue;
+  }
+  for (const auto& [address, i] : objects) {
+    std::optional<std::vector<uint8_t>> b = dump.read(address, 32 + 16 * 4);
+    if (!b) continue;
     ++found;
-    const std::vector<uint8_t>& b = byHash[s.hash];
-    bool ok = b.size() == s.length && b.size() >= 32 + 16 * 4;
     uint64_t length = 0;
-    if (ok) std::memcpy(&length, b.data() + 24, 8);
-    ok = ok && length == 16;
+    std::memcpy(&length, b->data() + 24, 8);
+    bool ok = length == 16;
     for (uint32_t j = 0; ok && j < 16; ++j) {
       int32_t v;
-      std::memcpy(&v, b.data() + 32 + 4 * j, 4);
-      ok = v == static_cast<int32_t>(o->second * 16 + j);
+      std::memcpy(&v, b->data() + 32 + 4 * j, 4);
+      ok = v == static_cast<int32_t>(i * 16 + j);
     }
     rightBytes += ok;
   }

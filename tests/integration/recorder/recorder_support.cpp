@@ -226,6 +226,42 @@ uint32_t lastGcNumber(const std::string& path) {
   return last;
 }
 
+Dump readDump(const std::string& path, uint32_t gc) {
+  Dump d;
+  LogReader reader = LogReader::open(path);
+  for (const ChunkRef& c : reader.chunks()) {
+    if (c.header.type != static_cast<uint16_t>(ChunkType::kRamDump)) continue;
+    reader.forEachSegment(c, [&](const RamSegment& s) {
+      if (s.hasBytes) d.byHash.emplace(s.hash, s.bytes);
+      if (s.gcNumber != gc) return;
+      if (s.kind == SegmentKind::kObject) {
+        d.objectIndex[s.address] = d.segments.size();
+        d.storedObjectSegments += s.hasBytes;
+      }
+      d.segments.push_back(s);
+      d.segments.back().bytes.clear();
+    });
+  }
+  return d;
+}
+
+std::optional<std::vector<uint8_t>> Dump::read(uint64_t address, uint64_t n) const {
+  std::vector<uint8_t> out;
+  while (out.size() < n) {
+    uint64_t at = address + out.size();
+    auto it = objectIndex.upper_bound(at);
+    if (it == objectIndex.begin()) return std::nullopt;
+    const RamSegment& s = segments[std::prev(it)->second];
+    if (at >= s.address + s.length) return std::nullopt;
+    auto bytes = byHash.find(s.hash);
+    if (bytes == byHash.end() || bytes->second.size() != s.length) return std::nullopt;
+    uint64_t take = std::min(n - out.size(), s.address + s.length - at);
+    const uint8_t* p = bytes->second.data() + (at - s.address);
+    out.insert(out.end(), p, p + take);
+  }
+  return out;
+}
+
 std::string eventName(const Log& log, const CustomEvent& e) {
   auto it = log.strings.find(e.nameId);
   INFO("custom event seq " << e.ev.seq << " names string " << e.nameId);

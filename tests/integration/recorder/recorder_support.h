@@ -85,6 +85,18 @@ LogSummary summarizeLog(const std::string& path);
 // The number of the last collection that ended in the log (GcEnd), 0 when none did.
 uint32_t lastGcNumber(const std::string& path);
 
+// The RAM dump of one collection, its bytes found by address (object segments are runs of live
+// objects cut at 4 KiB boundaries; deduplicated ones take the bytes stored under their hash).
+struct Dump {
+  std::vector<RamSegment> segments;        // the collection's segments, in log order
+  std::map<uint64_t, size_t> objectIndex;  // object segment address -> index in segments
+  std::map<uint64_t, std::vector<uint8_t>> byHash;
+  uint64_t storedObjectSegments = 0;       // object segments whose bytes are stored in them
+  // The n bytes at address, nullopt when any is not in the dump.
+  std::optional<std::vector<uint8_t>> read(uint64_t address, uint64_t n) const;
+};
+Dump readDump(const std::string& path, uint32_t gc);
+
 
 // The event fields of a record, or nullopt for a definition.
 std::optional<EventCommon> eventOf(const Record& r);

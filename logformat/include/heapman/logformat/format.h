@@ -164,10 +164,16 @@ inline constexpr int kHeapKindCount = 8;
 const char* heapKindName(HeapKind k);
 
 enum class SegmentKind : uint8_t {
-  kObject = 0,       // bytes of one live object
+  kObject = 0,       // bytes of live objects: one object (format minor 0), or from minor 1 a
+                     // run of adjacent live objects cut at 4 KiB address boundaries (an
+                     // object may span several segments); readers look bytes up by address
   kStaticRoot = 1,   // static data segment / registered root range
   kThreadStack = 2,  // a thread's stack, from its stack pointer to its stack base
   kOther = 3,
+  kObjectList = 4,   // from format minor 1: where the dumped objects starting in the 4 KiB page
+                     // at `address` start and end: varint pairs (start - previous start, the
+                     // first from the page; size), ascending. With them, object segments are
+                     // runs of bytes and readers take object boundaries from the lists.
 };
 const char* segmentKindName(SegmentKind k);
 
