@@ -53,6 +53,19 @@ const HeapGraph& GraphSession::at(uint64_t limit) {
       break;
     }
   }
+  if (!found) {
+    // A point just before a dumped collection (a custom event recorded with --ram-dumps
+    // event:NAME, whose dump is the next collection's): that collection's graph, the first
+    // collection to end after the point. Never a later one.
+    const replay::GcRecord* next = nullptr;
+    for (const replay::GcRecord& g : r_.tables().gcs)
+      if (g.ended && g.endSeq + 1 > limit && (!next || g.endSeq < next->endSeq)) next = &g;
+    if (next && store_.has(next->number)) {
+      gc = next->number;
+      found = true;
+      limit = next->endSeq + 1;
+    }
+  }
   if (!found)
     throw GraphError(r_.describe(limit) + " has no RAM dump: the heap graph exists only just after "
                      "a dumped collection (--at gc:N); dumps in this log: " +

@@ -220,8 +220,14 @@ TEST_CASE("heapman's graph verbs on the recorded program", "[graph][truth]") {
   REQUIRE(run("refs '" + t.log + "'" + at + " " + list0 + " --out --csv - --no-symbols", out) == 0);
   CHECK(out.find(std::string(",") + list1 + ",") != std::string::npos);
   // A point without a dump, an address in no object, a bad regex: exit 2 and what to do.
-  CHECK(run("objects '" + t.log + "' --at start", out) == 2);
+  std::string plain = t.dir + "/nodump.hml";
+  REQUIRE(std::system(("'" + std::string(GRAPH_HEAPREC) + "' run -o '" + plain + "' -- '" +
+                       GRAPH_TRUTH + "' >/dev/null 2>&1").c_str()) == 0);
+  CHECK(run("objects '" + plain + "' --at start", out) == 2);
   CHECK(out.find("--ram-dumps every") != std::string::npos);
+  // A point before a dumped collection: the graph of the first collection after it, named.
+  REQUIRE(run("retained '" + t.log + "' --at start --no-symbols", out) == 0);
+  CHECK(out.find("point:     gc:") != std::string::npos);
   CHECK(run("object '" + t.log + "'" + at + " 0x10", out) == 2);
   CHECK(out.find("in no object") != std::string::npos);
   CHECK(run("objects '" + t.log + "'" + at + " --type '('", out) == 2);

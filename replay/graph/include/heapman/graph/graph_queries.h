@@ -3,7 +3,9 @@
 //
 // GraphSession keeps the graph and dominator tree of the last GC asked for (the shell asks many
 // questions of one point: the graph is built once). A point names a dumped GC when it resolves to
-// just after that GC ("gc:N", or an event or seq that falls exactly there).
+// just after that GC ("gc:N", or an event or seq that falls exactly there), or when that GC is
+// the first collection to end after it (`--at level_end#2` for a log recorded with --ram-dumps
+// event:level_end, whose dump is the next collection's); the verbs print the GC they used.
 #pragma once
 
 #include <cstdint>
