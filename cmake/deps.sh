@@ -11,13 +11,15 @@ packages=(
   # Mono with the Boehm collector: the runtime, the C# compiler and assemblies (mono-devel), the
   # profiler API headers (libmono-2.0-dev), Mono's own log profiler (the benchmark's peer)
   mono-runtime-boehm mono-devel libmono-2.0-dev libmono-profiler
+  # Graphviz: the main job renders the heap graph's paths (dot -Tsvg); the tests open them too
+  graphviz
 )
 if [ "${1:-build}" = test ]; then
   # clang: the fuzzer; python3: the CLI tests parse JSON; guile, ecl: real bdwgc programs to record
   packages+=(clang-14 libclang-rt-14-dev python3 guile-3.0 ecl)
-  # the graph exporters' files opened by the real tools: Graphviz, xmllint (GEXF 1.3 XSD),
-  # networkx with pydot on the system python3
-  packages+=(graphviz libxml2-utils python3-networkx python3-pydot)
+  # the graph exporters' files opened by the real tools: xmllint (GEXF 1.3 XSD), networkx with
+  # pydot on the system python3 (and Graphviz, above)
+  packages+=(libxml2-utils python3-networkx python3-pydot)
 fi
 if [ "${1:-build}" = bench ]; then
   # Real programs without frame pointers to record (run_unwind_bench.sh), and the peer profiler

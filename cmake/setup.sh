@@ -5,7 +5,8 @@
 #                         bdwgc sample game with heaprec, replay it (GCs, blame at the end of
 #                         level 2, growth diff over level 2, churn, folded stacks) and write CSV
 #                         and folded-stack outputs; the same for the C# sample on mono-boehm
-#                         and the C++-heap sample. Outputs
+#                         and the C++-heap sample, and the paths that hold the C# game's
+#                         leaked enemies (heap graph of a RAM dump: DOT, SVG, GEXF). Outputs
 #                         go to out/.
 #   cmake/setup.sh test   build with -Werror, run every test (CTest), then build the reader's
 #                         libFuzzer target with clang and ASan/UBSan and fuzz it briefly.
@@ -44,12 +45,21 @@ case "$mode" in
     "$bin"/heapman stacks out/gc_game.hml --at level_end#2 -o out/gc_game-live.folded
     # The same kind of game in C# on mono-boehm: class names and managed stacks; the event
     # handlers every level leaves subscribed keep its enemies alive.
-    "$bin"/heaprec run -o out/mono_game.hml -- mono-boehm build/samples/MonoGame.exe 4 300
+    "$bin"/heaprec run -o out/mono_game.hml --ram-dumps event:level_end \
+      -- mono-boehm build/samples/MonoGame.exe 4 300
     "$bin"/heapman blame out/mono_game.hml --at level_end#3 --top 10 --csv out/mono_game-blame.csv
     "$bin"/heapman blame out/mono_game.hml --at level_end#3 --top 10
     "$bin"/heapman diff out/mono_game.hml --from level_end#1 --to level_end#3 --top 10 \
       --csv out/mono_game-diff.csv
     "$bin"/heapman types out/mono_game.hml --at level_end#3 --compare level_end#1 --top 10
+    # Who holds the enemies: the heap graph of the RAM dump after level 3 (retained sizes from
+    # its dominator tree, the paths from the roots merged per type, as Graphviz and Gephi files).
+    "$bin"/heapman retained out/mono_game.hml --at level_end#3 --by type --top 10
+    "$bin"/heapman paths out/mono_game.hml --at level_end#3 --type 'Game\.Enemy$' --max-paths 1 \
+      --dot out/mono_game-enemy-paths.dot --gexf out/mono_game-enemy-paths.gexf
+    if command -v dot >/dev/null; then
+      dot -Tsvg out/mono_game-enemy-paths.dot -o out/mono_game-enemy-paths.svg
+    fi
     # The same game on the C++ heap (new/delete), recorded and blamed the same way.
     "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
     "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
@@ -61,6 +71,7 @@ case "$mode" in
     echo "  gc_game-diff.csv         growth per function from level_start#2 to level_end#2"
     echo "  gc_game-live.folded      folded stacks of the live set at level_end#2"
     echo "  mono_game.hml, mono_game-blame.csv, mono_game-diff.csv   the C# sample on mono-boehm"
+    echo "  mono_game-enemy-paths.dot/.svg/.gexf   what holds its enemies after level 3 (Graphviz, Gephi)"
     echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
     ;;
   test)

@@ -16,19 +16,14 @@ void options(po::options_description& o, po::positional_options_description& pos
   addQueryOptions(o);
 }
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 Table refTable(const char* name, const std::vector<graph::Reference>& refs, bool incoming) {
   Table t{name,
           {{incoming ? "from" : "to"}, {"type"}, {"function"}, {"offset", true}, {"value"}},
           {}};
   for (const auto& x : refs)
-    t.add({x.other.kind == "object" ? hex(x.other.address) : x.other.type, x.other.type,
-           x.other.function, num(x.offset), hex(x.target)});
+    t.add({x.other.kind == "object" ? graph::hexAddress(x.other.address) : x.other.type, x.other.type,
+           x.other.function, num(x.offset), graph::hexAddress(x.target)});
   return t;
 }
 
@@ -42,19 +37,19 @@ int run(Session& s, const po::variables_map& vm) {
                                                   address, vm["limit"].as<size_t>());
   Report r;
   r.query = "object";
-  r.meta = {{"log", s.path}, {"point", "gc:" + std::to_string(res.gc)}, {"address", hex(address)}};
+  r.meta = {{"log", s.path}, {"point", "gc:" + std::to_string(res.gc)}, {"address", graph::hexAddress(address)}};
   r.warnings = replay::warnings(*s.replay);
   if (!res.found) {
     Table t{"nearest", {{"address"}, {"size", true}, {"type"}, {"function"}}, {}};
-    for (const auto& n : res.nearest) t.add({hex(n.address), num(n.size), n.type, n.function});
+    for (const auto& n : res.nearest) t.add({graph::hexAddress(n.address), num(n.size), n.type, n.function});
     r.tables.push_back(std::move(t));
     std::fprintf(stderr, "heapman object: %s is in no object alive at GC %u; the nearest ones:\n",
-                 hex(address).c_str(), res.gc);
+                 graph::hexAddress(address).c_str(), res.gc);
     emit(r, outputOptions(vm));
     return kExitUsage;
   }
   const graph::NodeFacts& o = res.object;
-  r.meta.push_back({"object", hex(o.address) + " (+" + std::to_string(address - o.address) + ")"});
+  r.meta.push_back({"object", graph::hexAddress(o.address) + " (+" + std::to_string(address - o.address) + ")"});
   r.meta.push_back({"size", num(o.size)});
   r.meta.push_back({"type", o.type});
   r.meta.push_back({"heap", o.heap});

@@ -16,11 +16,6 @@ void options(po::options_description& o, po::positional_options_description&) {
   addQueryOptions(o);
 }
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 int run(Session& s, const po::variables_map& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
@@ -45,7 +40,7 @@ int run(Session& s, const po::variables_map& vm) {
            {"retained", true}},
           {}};
   for (const auto& o : res.rows)
-    t.add({hex(o.address), num(o.size), o.type, o.function, o.location, num(o.birthSeq),
+    t.add({graph::hexAddress(o.address), num(o.size), o.type, o.function, o.location, num(o.birthSeq),
            num(o.birthGc), o.birthEvent, num(o.thread), num(o.inDegree), num(o.retained)});
   r.tables.push_back(std::move(t));
   emit(r, outputOptions(vm));

@@ -23,11 +23,6 @@ void options(po::options_description& o, po::positional_options_description& pos
   addQueryOptions(o);
 }
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 std::string today() {
   std::time_t t = std::time(nullptr);
@@ -69,8 +64,9 @@ int run(Session& s, const po::variables_map& vm) {
   for (size_t p = 0; p < res.paths.size(); ++p)
     for (size_t i = 0; i < res.paths[p].size(); ++i) {
       const graph::PathStep& st = res.paths[p][i];
-      std::string node = st.node.kind == "object" ? hex(st.node.address) : st.node.type;
-      std::string type = st.node.kind == "object" ? st.node.type : st.node.heap;
+      bool object = st.node.kind == "object";
+      std::string node = object ? graph::hexAddress(st.node.address) : st.node.type;
+      std::string type = object ? st.node.type : st.node.heap;
       t.add({num(p + 1), num(i), node, type, st.offset < 0 ? "" : "+" + num(st.offset),
              num(st.node.size), num(st.node.retained), st.node.function});
     }

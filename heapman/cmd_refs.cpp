@@ -17,13 +17,8 @@ void options(po::options_description& o, po::positional_options_description& pos
   addQueryOptions(o);
 }
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
-std::string label(const graph::NodeFacts& f) { return f.kind == "object" ? hex(f.address) : f.type; }
+std::string label(const graph::NodeFacts& f) { return f.kind == "object" ? graph::hexAddress(f.address) : f.type; }
 
 int run(Session& s, const po::variables_map& vm) {
   if (!vm.count("address")) throw UsageError("no address given\nusage: heapman refs LOG --at gc:N ADDR");
@@ -37,7 +32,7 @@ int run(Session& s, const po::variables_map& vm) {
                                 vm["depth"].as<uint32_t>(), vm["limit"].as<size_t>());
   Report r;
   r.query = "refs";
-  r.meta = {{"log", s.path}, {"address", hex(address)}, {"direction", incoming ? "in" : "out"}};
+  r.meta = {{"log", s.path}, {"address", graph::hexAddress(address)}, {"direction", incoming ? "in" : "out"}};
   r.warnings = replay::warnings(*s.replay);
   Table t{"refs",
           {{"depth", true}, {"from"}, {"from type"}, {"offset", true}, {"to"}, {"to type"},

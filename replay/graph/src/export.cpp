@@ -74,11 +74,6 @@ std::string xmlEscape(std::string_view s) {
   return out;
 }
 
-std::string hexAddress(uint64_t a) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, a);
-  return buf;
-}
 
 std::string bytesText(uint64_t b) {
   char buf[32];
@@ -131,6 +126,12 @@ void checkEdges(const ExportGraph& g) {
 }
 
 }  // namespace
+
+std::string hexAddress(uint64_t a) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, a);
+  return buf;
+}
 
 uint32_t typeColor(std::string_view type) {
   // HSL with hue from the hash, saturation 0.55, lightness 0.72: light enough for black text.
@@ -185,7 +186,7 @@ void writeDot(std::ostream& out, const ExportGraph& g) {
     out << "  n" << e.from << " -> n" << e.to;
     std::string label;
     if (e.offset >= 0) label = offsetText(e.offset);
-    if (e.count > 1) label += (label.empty() ? "" : " ") + std::string("x") + std::to_string(e.count);
+    if (e.count > 1) label += (label.empty() ? "x" : " x") + std::to_string(e.count);
     if (!label.empty()) out << " [label=" << dotQuote(label) << "]";
     out << ";\n";
   }

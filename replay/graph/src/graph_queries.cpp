@@ -14,11 +14,6 @@ namespace heapman::graph {
 
 namespace {
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // The replay's rules for a user's regex (length bound, an executor that cannot overflow the
 // stack): "bad --type regex 'R': why".
@@ -125,7 +120,7 @@ uint64_t parseAddress(const std::string& text) {
 std::string nodeName(const HeapGraph& g, uint32_t n) {
   if (n == 0) return "(super-root)";
   if (g.isRoot(n)) return g.root(n).label;
-  return hex(g.address(n));
+  return hexAddress(g.address(n));
 }
 
 NodeFacts factsOf(GraphSession& s, replay::Attribution& a, uint32_t n, bool withRetained) {
@@ -253,7 +248,7 @@ ObjectResult describeObject(GraphSession& s, replay::Attribution& a, uint64_t li
     uint32_t t = g.objectAt(w.value);
     if (t != kNoNode) {
       NodeFacts tf = factsOf(s, a, t, false);
-      w.pointsTo = hex(tf.address) + (w.value != tf.address ? " (+" + std::to_string(w.value - tf.address) + ")" : "") +
+      w.pointsTo = hexAddress(tf.address) + (w.value != tf.address ? " (+" + std::to_string(w.value - tf.address) + ")" : "") +
                    " " + tf.type;
     }
     res.words.push_back(std::move(w));
@@ -280,7 +275,7 @@ std::vector<RefRow> references(GraphSession& s, replay::Attribution& a, uint64_t
   const HeapGraph& g = s.at(limit);
   uint32_t start = g.objectAt(address, true);
   if (start == kNoNode)
-    throw GraphError(hex(address) + " is in no object alive at GC " + std::to_string(g.gc()) +
+    throw GraphError(hexAddress(address) + " is in no object alive at GC " + std::to_string(g.gc()) +
                      " (heapman object shows the nearest ones)");
   std::vector<uint32_t> inOff, inTgt;
   if (incoming) {  // reverse CSR, built for this query
@@ -348,7 +343,7 @@ RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limi
     if (top && order.size() > top) order.resize(top);
     for (uint32_t v : order) {
       NodeFacts f = factsOf(s, a, v, true);
-      res.rows.push_back({hex(f.address), f.type, f.function, 1, f.size, f.retained});
+      res.rows.push_back({hexAddress(f.address), f.type, f.function, 1, f.size, f.retained});
     }
     return res;
   }

@@ -14,11 +14,6 @@ namespace heapman::graph {
 
 namespace {
 
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
-}
 
 // The offset of the first word of `from` that points into `to`, as the graph read it; -1 when
 // none does (an edge from the super-root).
@@ -75,9 +70,9 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
   } else {
     uint32_t t = g.objectAt(req.address, true);
     if (t == kNoNode)
-      throw GraphError(hex(req.address) + " is in no object at gc:" + std::to_string(g.gc()) +
+      throw GraphError(hexAddress(req.address) + " is in no object at gc:" + std::to_string(g.gc()) +
                        " (heapman object LOG --at gc:" + std::to_string(g.gc()) + " " +
-                       hex(req.address) + " shows the nearest ones)");
+                       hexAddress(req.address) + " shows the nearest ones)");
     targets.push_back(t);
   }
   for (uint32_t t : targets) res.targetBytes += g.size(t);
@@ -222,7 +217,7 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
   }
   std::string what = typeRe ? std::to_string(res.targets) + " objects of types matching '" +
                                   req.typeRegex + "'"
-                            : hex(g.address(targets[0]));
+                            : hexAddress(g.address(targets[0]));
   pic.title = "paths from the roots to " + what + " at gc:" + std::to_string(g.gc());
   std::string each = typeRe ? "objects" : "roots";
   if (drawnPaths < nodePaths.size())

@@ -57,6 +57,17 @@ void recordTruth(Truth& t) {
   }
 }
 
+// Runs a shell command; its exit status, and its stdout and stderr in `out`.
+int sh(const std::string& cmd, std::string& out) {
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  out.clear();
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 const Truth& truth() {
   static Truth t;
   if (t.dir.empty()) recordTruth(t);
@@ -199,14 +210,7 @@ TEST_CASE("dominators of a recorded program equal the brute-force reference", "[
 TEST_CASE("heapman's graph verbs on the recorded program", "[graph][truth]") {
   const Truth& t = truth();
   auto run = [&](const std::string& args, std::string& out) {
-    std::string cmd = std::string("'") + GRAPH_HEAPMAN + "' " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    out.clear();
-    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return sh(std::string("'") + GRAPH_HEAPMAN + "' " + args, out);
   };
   char list1[32];
   std::snprintf(list1, sizeof list1, "0x%llx", static_cast<unsigned long long>(t.at.at("list1")));
@@ -239,15 +243,6 @@ TEST_CASE("heapman's graph verbs on the recorded program", "[graph][truth]") {
 // XSD, networkx reads both with the same node and edge counts.
 TEST_CASE("heapman paths: root paths to DOT and GEXF that the tools open", "[graph][truth]") {
   const Truth& t = truth();
-  auto sh = [](const std::string& cmd, std::string& out) {
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    REQUIRE(p);
-    char buf[4096];
-    out.clear();
-    while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  };
   char list4[32];
   std::snprintf(list4, sizeof list4, "0x%llx", static_cast<unsigned long long>(t.at.at("list4")));
   std::string dot = t.dir + "/paths.dot", gexf = t.dir + "/paths.gexf", out;

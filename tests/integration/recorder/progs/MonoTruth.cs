@@ -71,8 +71,10 @@ namespace Truth
         [FieldOffset(8)] public RefPair P;
         [FieldOffset(24)] public object Q;
     }
+#pragma warning disable 649  // fields only laid out, never read or written
     class PlainData { public int A; public long B; public double C; }
     class BaseRefs { public object R1; public int X; }
+#pragma warning restore 649
     class DerivedRefs : BaseRefs { public object R2; public static object Shared; }
     enum Colour { Red, Green }
 

@@ -38,6 +38,9 @@ struct ExportGraph {
   std::string note;  // what was left out, shown in the picture and in the GEXF description
 };
 
+// "0x7f01c0a01230": how addresses are written in tables and pictures.
+std::string hexAddress(uint64_t address);
+
 // A colour that stays with a type name from picture to picture (and in the heap map): a hue
 // from the name's hash at fixed saturation and lightness. 0xRRGGBB.
 uint32_t typeColor(std::string_view type);

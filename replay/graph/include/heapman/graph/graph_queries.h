@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "heapman/graph/dominators.h"
+#include "heapman/graph/export.h"
 #include "heapman/graph/heap_graph.h"
 #include "heapman/replay/frames.h"
 
