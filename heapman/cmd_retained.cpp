@@ -41,7 +41,11 @@ int run(Session& s, const po::variables_map& vm) {
   r.meta.push_back({"graph", num(st.rootRanges) + " root ranges, " + num(st.edges) + " edges (" +
                                  num(st.rootEdges) + " from roots), " + num(st.hitsInNoObject) +
                                  " hits in no object, " + num(st.untracked) + " untracked, " +
-                                 num(st.skippedObjects) + " not scanned (atomic)"});
+                                 num(st.skippedObjects) + " not scanned (pointer-free)"});
+  if (st.preciseObjects)
+    r.meta.push_back({"precise", num(st.preciseEdges) + " edges from " + num(st.preciseObjects) +
+                                     " managed objects scanned by their class's layout; " +
+                                     num(st.edges - st.preciseEdges) + " conservative"});
   r.meta.push_back({"alive but unreachable",
                     num(st.unreachable) + " objects" +
                         (st.unreachable ? " (roots or edges missing)" : "") + "; untracked: " +

@@ -1,6 +1,7 @@
 // HeapGraph::atGc (heap_graph.h): a dump joined with the replay's live set and the GC's root set.
 #include <algorithm>
 #include <cstdio>
+#include <unordered_map>
 #include <type_traits>
 
 #include "heapman/graph/heap_graph.h"
@@ -27,6 +28,25 @@ std::vector<log::RootEntry> rootSetOf(const replay::Replay& r, uint32_t gc) {
     r.reader().decodeChunk(*recs[i], buf, [&](const auto& rec) {
       if constexpr (std::is_same_v<std::decay_t<decltype(rec)>, log::RootSet>)
         if (rec.gcNumber == gc) out.insert(out.end(), rec.roots.begin(), rec.roots.end());
+    });
+  }
+  return out;
+}
+
+// The layouts of the managed types defined before GC `gc` ended (TypeDef records, format minor
+// 1): type id -> layout. Types without one (older logs, too many references) are absent.
+std::unordered_map<uint32_t, ObjectLayout> managedLayouts(const replay::Replay& r, uint32_t gc) {
+  std::unordered_map<uint32_t, ObjectLayout> out;
+  const replay::GcRecord* g = r.tables().gc(gc);
+  if (!g) return out;
+  std::vector<uint8_t> buf;
+  for (const log::ChunkRef& c : r.reader().chunks()) {
+    if (c.header.type != static_cast<uint16_t>(log::ChunkType::kRecords)) continue;
+    if (c.header.firstSeq > g->endSeq) break;
+    r.reader().decodeChunk(c, buf, [&](const auto& rec) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(rec)>, log::TypeDef>)
+        if (rec.layout != log::TypeLayout::kUnknown)
+          out[rec.id] = {rec.layout, rec.refOffsets, rec.elementSize, rec.dataOffset};
     });
   }
   return out;
@@ -106,6 +126,14 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
   size_t n = d.objects.size();
   std::vector<uint32_t> info(n);
   std::vector<uint8_t> flags(n);
+  // Managed objects are scanned through their class's layout where the log has it.
+  std::unordered_map<uint32_t, ObjectLayout> typeLayouts;
+  bool managed = false;
+  for (const replay::LiveObject& o : live) managed |= r.info(o.info()).heap == log::HeapKind::kManaged;
+  if (managed) typeLayouts = managedLayouts(r, gc);
+  Options opt;
+  std::unordered_map<uint32_t, uint32_t> layoutIndex;  // type id -> 1 + index in opt.layouts
+  if (!typeLayouts.empty()) opt.objectLayout.assign(n, 0);
   uint64_t missing = 0;
   size_t j = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -117,11 +145,25 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
     }
     const replay::LiveObject& o = live[j++];
     info[i] = o.info() + 1;
-    switch (r.info(o.info()).heap) {
+    const replay::AllocInfo& ai = r.info(o.info());
+    switch (ai.heap) {
       case log::HeapKind::kGcAtomic: flags[i] = 0; break;
       case log::HeapKind::kGcUncollectable: flags[i] = kScan | kRootObject; break;
       default: flags[i] = kScan;
     }
+    if (ai.heap != log::HeapKind::kManaged || typeLayouts.empty()) continue;
+    auto t = typeLayouts.find(ai.typeId);
+    if (t == typeLayouts.end()) continue;
+    if (t->second.kind == log::TypeLayout::kPointerFree) {
+      flags[i] = 0;  // the collector does not scan it either (atomic allocation)
+      continue;
+    }
+    uint32_t& idx = layoutIndex[ai.typeId];
+    if (!idx) {
+      opt.layouts.push_back(t->second);
+      idx = static_cast<uint32_t>(opt.layouts.size());
+    }
+    opt.objectLayout[i] = idx;
   }
   missing += live.size() - j;
   std::vector<replay::LiveObject>().swap(live);
@@ -129,10 +171,9 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
   std::vector<RootNode> roots;
   roots.reserve(d.roots.size());
   for (const DumpSegment& s : d.roots) roots.push_back(describeRoot(r, s, set));
-  Options opt;
   opt.interiorPointers = interiorPointers(r.reader().header());
   auto g = std::make_unique<HeapGraph>(std::move(d), std::move(info), std::move(flags),
-                                       std::move(roots), opt);
+                                       std::move(roots), std::move(opt));
   g->stats_.liveNotDumped = missing;
   return g;
 }

@@ -12,9 +12,10 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<ui
       info_(std::move(objectInfo)),
       flags_(std::move(flags)),
       roots_(std::move(roots)),
-      options_(options) {
+      options_(std::move(options)) {
   size_t n = dump_.objects.size();
-  if (info_.size() != n || flags_.size() != n || roots_.size() != dump_.roots.size())
+  if (info_.size() != n || flags_.size() != n || roots_.size() != dump_.roots.size() ||
+      (!options_.objectLayout.empty() && options_.objectLayout.size() != n))
     throw GraphError("HeapGraph: per-object tables do not match the dump");
   if (n + roots_.size() + 1 >= kNoNode) throw GraphError("more than 2^32 - 2 nodes");
   auto t0 = std::chrono::steady_clock::now();
@@ -94,13 +95,43 @@ void HeapGraph::scanAll() {
   for (uint32_t r = 0; r < rootCount(); ++r)
     rootEdges += scan(r + 1, dump_.roots[r], interiorFrom(r + 1));
   edges = rootEdges;
+  // A managed object with a known layout: only its reference words (the collector's own view:
+  // mono-boehm scans them through the class's GC descriptor).
+  uint64_t precise = 0, preciseEdges = 0;
+  auto scanLayout = [&](uint32_t node, const DumpSegment& s, const ObjectLayout& l) {
+    const uint8_t* p = dump_.data(s);
+    uint64_t n = 0;
+    auto word = [&](uint64_t off) {
+      if (off + 8 > s.length) return;
+      uint64_t v;
+      std::memcpy(&v, p + off, 8);
+      uint32_t t = map_.find(v, interior);
+      if (t != AddressMap::kNone) edge(node, first + t), ++n;
+    };
+    if (l.kind == log::TypeLayout::kFields) {
+      for (uint32_t off : l.refOffsets) word(off);
+    } else if (l.elementSize) {
+      for (uint64_t e = l.dataOffset; e + l.elementSize <= s.length; e += l.elementSize)
+        for (uint32_t off : l.refOffsets) word(e + off);
+    }
+    bytes += s.length;
+    return n;
+  };
   for (uint32_t i = 0; i < flags_.size(); ++i) {
     if (!(flags_[i] & kScan)) {
       ++skipped;
       continue;
     }
     ++scanned;
-    edges += scan(first + i, dump_.objects[i], interior);
+    uint32_t layout = options_.objectLayout.empty() ? 0 : options_.objectLayout[i];
+    if (layout) {
+      uint64_t found = scanLayout(first + i, dump_.objects[i], options_.layouts[layout - 1]);
+      ++precise;
+      preciseEdges += found;
+      edges += found;
+    } else {
+      edges += scan(first + i, dump_.objects[i], interior);
+    }
   }
   if constexpr (!kFill) {
     stats_.edges = edges;
@@ -109,6 +140,8 @@ void HeapGraph::scanAll() {
     stats_.scannedObjects = scanned;
     stats_.skippedObjects = skipped;
     stats_.scannedBytes = bytes;
+    stats_.preciseObjects = precise;
+    stats_.preciseEdges = preciseEdges;
   }
 }
 

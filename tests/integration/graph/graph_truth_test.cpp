@@ -289,3 +289,35 @@ TEST_CASE("heapman paths: root paths to DOT and GEXF that the tools open", "[gra
   CHECK(sh(base + list4 + " --dot /dev/full", out) == 1);
   CHECK(out.find("No space left on device") != std::string::npos);
 }
+
+// The C# sample on mono-boehm, with a RAM dump after each level: managed objects are scanned by
+// their class's recorded layout (precise edges), every object the collector kept is reachable,
+// and the enemies of finished levels are held by the leak the game plants: the static
+// ScoreChanged event's delegate list -> each level's closure -> the Level -> its enemies.
+TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph][mono]") {
+  const Truth& t = truth();  // for its temporary directory
+  std::string log = t.dir + "/mono_game.hml", out;
+  REQUIRE(sh(std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps event:level_end -o '" + log +
+                 "' -- mono-boehm '" + GRAPH_MONO_GAME + "' 4 300 >/dev/null",
+             out) == 0);
+  std::string heapman = std::string("'") + GRAPH_HEAPMAN + "' ";
+  REQUIRE(sh(heapman + "retained '" + log + "' --at level_end#3 --no-symbols", out) == 0);
+  INFO(out);
+  CHECK(out.find("alive but unreachable: 0 objects") != std::string::npos);
+  CHECK(out.find("managed objects scanned by their class's layout") != std::string::npos);
+  REQUIRE(sh(heapman + "paths '" + log + "' --at level_end#3 --type 'Game\\.Enemy$' " +
+                 "--max-paths 100 --csv - --no-symbols",
+             out) == 0);
+  // Some enemy's shortest path runs through the whole chain, in this order.
+  size_t at = 0;
+  bool chain = true;
+  for (const char* step : {"mono_static", "System.Action<System.Int32>", "System.Delegate[]",
+                           "Game.Program.<PlayLevel>c__AnonStorey0", "Game.Level",
+                           "System.Collections.Generic.List<Game.Enemy>", "Game.Enemy[]",
+                           "Game.Enemy"}) {
+    at = out.find(step, at);
+    chain = chain && at != std::string::npos;
+    if (!chain) break;
+  }
+  CHECK(chain);
+}

@@ -54,6 +54,8 @@ struct GraphStats {
   uint64_t rootEdges = 0;      // of those, from root ranges
   uint64_t scannedObjects = 0, skippedObjects = 0;  // skipped: pointer-free kinds
   uint64_t scannedBytes = 0;
+  uint64_t preciseObjects = 0;   // scanned through their type's layout (managed objects)
+  uint64_t preciseEdges = 0;     // edges found that way; the rest conservatively
   uint64_t hitsInNoObject = 0;  // words landing in a page with objects, but in none of them
                                 // (or inside one, not at its start, without interior pointers)
   uint64_t untracked = 0;       // dump objects the live set does not have
@@ -66,10 +68,22 @@ struct GraphStats {
   uint64_t graphBytes = 0;      // memory beside the dump
 };
 
+// Where a managed type's objects hold references (the log's TypeDef layout, log::TypeLayout):
+// their words are the only ones scanned, precisely.
+struct ObjectLayout {
+  log::TypeLayout kind = log::TypeLayout::kUnknown;  // kFields or kArray here
+  std::vector<uint32_t> refOffsets;
+  uint32_t elementSize = 0, dataOffset = 0;
+};
+
 class HeapGraph {
  public:
   struct Options {
     bool interiorPointers = false;
+    // Precise scanning: objectLayout[i] is 1 + an index into layouts for object i, 0 to scan it
+    // conservatively (every aligned word). Empty: every object conservatively.
+    std::vector<ObjectLayout> layouts;
+    std::vector<uint32_t> objectLayout;
   };
 
   // Builds the graph from a dump. `objectInfo[i]` is the replay's AllocInfo id of
