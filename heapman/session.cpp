@@ -18,14 +18,14 @@ namespace fs = std::filesystem;
 extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb, kAllocsVerb,
     kTypesVerb, kCompareVerb, kStacksVerb;
 extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
-    kPathsVerb;  // heap graph
+    kPathsVerb, kGraphVerb;  // heap graph
 
 const std::vector<ReplayVerb>& replayVerbs() {
   static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
                                          kGcsVerb,    kEventsVerb, kAllocsVerb,
                                          kTypesVerb,  kCompareVerb, kStacksVerb,
                                          kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
-                                         kPathsVerb};
+                                         kPathsVerb, kGraphVerb};
   return v;
 }
 

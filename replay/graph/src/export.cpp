@@ -168,8 +168,9 @@ void writeDot(std::ostream& out, const ExportGraph& g) {
     const ExportNode& n = g.nodes[i];
     std::string label = n.label;
     if (n.rootKind.empty()) {
-      if (n.count > 1)
-        label += "\n" + std::to_string(n.count) + " objects, " + bytesText(n.size);
+      if (n.count > 1 || n.address == 0)
+        label += "\n" + std::to_string(n.count) + (n.count == 1 ? " object, " : " objects, ") +
+                 bytesText(n.size);
       else
         label += "\n" + hexAddress(n.address) + ", " + bytesText(n.size);
       if (n.retained) label += "\nretains " + bytesText(n.retained);

@@ -290,6 +290,35 @@ TEST_CASE("heapman paths: root paths to DOT and GEXF that the tools open", "[gra
   CHECK(out.find("No space left on device") != std::string::npos);
 }
 
+// graph: the whole graph collapsed per type, opened by the real tools; the truth program's
+// objects are of two kinds (gc, gc_atomic) plus its root ranges.
+TEST_CASE("heapman graph: the collapsed graph in DOT and GEXF that the tools open", "[graph][truth]") {
+  const Truth& t = truth();
+  std::string dot = t.dir + "/whole.dot", gexf = t.dir + "/whole.gexf", out;
+  std::string cmd = std::string("'") + GRAPH_HEAPMAN + "' graph '" + t.log + "' --at gc:" +
+                    std::to_string(t.gc) + " --no-symbols --dot '" + dot + "' --gexf '" + gexf + "'";
+  REQUIRE(sh(cmd, out) == 0);
+  INFO(out);
+  CHECK(out.find("one node per type and root range") != std::string::npos);
+  REQUIRE(sh(std::string("'") + GRAPH_DOT + "' -Tsvg '" + dot + "' -o '" + t.dir + "/w.svg'", out) == 0);
+  REQUIRE(sh(std::string("'") + GRAPH_XMLLINT + "' --noout --schema '" + GRAPH_GEXF_XSD + "' '" + gexf + "'",
+             out) == 0);
+  REQUIRE(sh(std::string("'") + GRAPH_NX_PYTHON + "' '" + GRAPH_CHECK_PY + "' '" + dot + "' '" + gexf + "'",
+             out) == 0);
+  std::istringstream counts(out);
+  std::string format;
+  size_t dotNodes = 0, dotEdges = 0, gexfNodes = 0, gexfEdges = 0;
+  counts >> format >> dotNodes >> dotEdges >> format >> gexfNodes >> gexfEdges;
+  CHECK(dotNodes == gexfNodes);
+  CHECK(dotEdges == gexfEdges);
+  std::ifstream d(dot);
+  std::string text((std::istreambuf_iterator<char>(d)), std::istreambuf_iterator<char>());
+  CHECK(text.find("label=\"(gc)\\n") != std::string::npos);
+  CHECK(sh(std::string("'") + GRAPH_HEAPMAN + "' graph '" + t.log + "' --at gc:" +
+               std::to_string(t.gc),
+           out) == 2);  // neither --dot nor --gexf
+}
+
 // The C# sample on mono-boehm, with a RAM dump after each level: managed objects are scanned by
 // their class's recorded layout (precise edges), every object the collector kept is reachable,
 // and the enemies of finished levels are held by the leak the game plants: the static
