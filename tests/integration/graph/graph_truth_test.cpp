@@ -332,7 +332,14 @@ TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph
   std::string heapman = std::string("'") + GRAPH_HEAPMAN + "' ";
   REQUIRE(sh(heapman + "retained '" + log + "' --at level_end#3 --no-symbols", out) == 0);
   INFO(out);
-  CHECK(out.find("alive but unreachable: 0 objects") != std::string::npos);
+  // Every object the collector kept is reachable but for a few at most: the recorder copies the
+  // thread stacks after the world restarted (docs/DESIGN.md §3.7), so a reference only in a
+  // register, or in a slot the thread overwrote since, is not in the dump (0 in most runs, 1 in
+  // some: a boxed Int32 the HUD's string.Format had just made). Missing layouts or edges would
+  // leave hundreds.
+  size_t at0 = out.find("alive but unreachable: ");
+  REQUIRE(at0 != std::string::npos);
+  CHECK(std::stoul(out.substr(at0 + 23)) <= 3);
   CHECK(out.find("managed objects scanned by their class's layout") != std::string::npos);
   REQUIRE(sh(heapman + "paths '" + log + "' --at level_end#3 --type 'Game\\.Enemy$' " +
                  "--max-paths 100 --csv - --no-symbols",
