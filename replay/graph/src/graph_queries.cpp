@@ -71,6 +71,8 @@ const HeapGraph& GraphSession::at(uint64_t limit) {
     graph_.reset();
     dom_.reset();
     inDegree_.clear();
+    inOffsets_.clear();
+    inSources_.clear();
     graph_ = HeapGraph::atGc(r_, store_, gc);
   }
   r_.seek(limit);
@@ -85,6 +87,20 @@ const DominatorTree& GraphSession::dominatorTree() {
     dom_ = dominators(g.offsets(), g.targets(), 0, sizes);
   }
   return *dom_;
+}
+
+std::span<const uint32_t> GraphSession::incoming(uint32_t n) {
+  const HeapGraph& g = *graph_;
+  if (inOffsets_.empty()) {
+    inOffsets_.assign(g.nodeCount() + 1, 0);
+    for (uint32_t t : g.targets()) ++inOffsets_[t + 1];
+    for (uint32_t i = 0; i < g.nodeCount(); ++i) inOffsets_[i + 1] += inOffsets_[i];
+    inSources_.resize(g.targets().size());
+    std::vector<uint32_t> fill(inOffsets_.begin(), inOffsets_.end() - 1);
+    for (uint32_t v = 0; v < g.nodeCount(); ++v)
+      for (uint32_t t : g.out(v)) inSources_[fill[t]++] = v;
+  }
+  return {inSources_.data() + inOffsets_[n], inSources_.data() + inOffsets_[n + 1]};
 }
 
 const std::vector<uint32_t>& GraphSession::inDegrees() {
@@ -257,10 +273,10 @@ ObjectResult describeObject(GraphSession& s, replay::Attribution& a, uint64_t li
     ++res.outTotal;
     if (res.out.size() < refLimit) res.out.push_back({factsOf(s, a, t, false), off, v});
   });
-  for (uint32_t from = 1; from < g.nodeCount(); ++from) {
-    bool any = false;
-    for (uint32_t t : g.out(from)) any = any || t == n;
-    if (!any) continue;
+  uint32_t previous = kNoNode;
+  for (uint32_t from : s.incoming(n)) {
+    if (from == previous || from == 0) continue;  // one pass per pointing node
+    previous = from;
     forEachPointer(g, from, [&](uint64_t off, uint64_t v, uint32_t t) {
       if (t != n) return;
       ++res.inTotal;
@@ -277,16 +293,6 @@ std::vector<RefRow> references(GraphSession& s, replay::Attribution& a, uint64_t
   if (start == kNoNode)
     throw GraphError(hexAddress(address) + " is in no object alive at GC " + std::to_string(g.gc()) +
                      " (heapman object shows the nearest ones)");
-  std::vector<uint32_t> inOff, inTgt;
-  if (incoming) {  // reverse CSR, built for this query
-    inOff.assign(g.nodeCount() + 1, 0);
-    for (uint32_t t : g.targets()) ++inOff[t + 1];
-    for (uint32_t i = 0; i < g.nodeCount(); ++i) inOff[i + 1] += inOff[i];
-    inTgt.resize(g.targets().size());
-    std::vector<uint32_t> fill(inOff.begin(), inOff.end() - 1);
-    for (uint32_t v = 0; v < g.nodeCount(); ++v)
-      for (uint32_t t : g.out(v)) inTgt[fill[t]++] = v;
-  }
   std::vector<RefRow> rows;
   std::vector<uint32_t> level{start};
   std::unordered_map<uint32_t, bool> seen{{start, true}};
@@ -295,7 +301,7 @@ std::vector<RefRow> references(GraphSession& s, replay::Attribution& a, uint64_t
     for (uint32_t v : level) {
       std::vector<uint32_t> others;
       if (incoming)
-        others.assign(inTgt.begin() + inOff[v], inTgt.begin() + inOff[v + 1]);
+        others.assign(s.incoming(v).begin(), s.incoming(v).end());
       else
         others.assign(g.out(v).begin(), g.out(v).end());
       std::sort(others.begin(), others.end());

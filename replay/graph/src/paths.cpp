@@ -28,21 +28,6 @@ int64_t fieldOffset(const HeapGraph& g, uint32_t from, uint32_t to) {
   return -1;
 }
 
-// Who points to whom, reversed (CSR), for the backward search.
-struct Reversed {
-  std::vector<uint32_t> offsets, sources;
-  explicit Reversed(const HeapGraph& g) : offsets(g.nodeCount() + 1, 0) {
-    uint32_t n = g.nodeCount();
-    for (uint32_t v = 0; v < n; ++v)
-      for (uint32_t w : g.out(v)) ++offsets[w + 1];
-    for (uint32_t v = 0; v < n; ++v) offsets[v + 1] += offsets[v];
-    sources.resize(offsets[n]);
-    std::vector<uint32_t> fill(offsets.begin(), offsets.end() - 1);
-    for (uint32_t v = 0; v < n; ++v)
-      for (uint32_t w : g.out(v)) sources[fill[w]++] = v;
-  }
-};
-
 }  // namespace
 
 PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
@@ -80,15 +65,13 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
 
   // Backwards from the targets: dist[v] = pointers from v to the nearest target, next[v] = the
   // node one step closer. A breadth-first search, so the first discovery is the shortest.
-  Reversed rev(g);
   std::vector<uint32_t> dist(n, UINT32_MAX), next(n, kNoNode);
   std::vector<uint32_t> queue;
   queue.reserve(targets.size());
   for (uint32_t t : targets) dist[t] = 0, queue.push_back(t);
   for (size_t head = 0; head < queue.size(); ++head) {
     uint32_t v = queue[head];
-    for (uint32_t i = rev.offsets[v]; i < rev.offsets[v + 1]; ++i) {
-      uint32_t p = rev.sources[i];
+    for (uint32_t p : s.incoming(v)) {
       if (dist[p] != UINT32_MAX || p == 0) continue;  // the super-root starts no path
       dist[p] = dist[v] + 1;
       next[p] = v;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 #include <cstring>
@@ -31,6 +32,9 @@ class GraphSession {
   const DominatorTree& dominatorTree();
   // In-degree of every node of the current graph (computed on first use).
   const std::vector<uint32_t>& inDegrees();
+  // The nodes that point to n, ascending, once per pointer: a reverse CSR of the current graph,
+  // built on first use (O(edges)), then O(in-degree) a query.
+  std::span<const uint32_t> incoming(uint32_t n);
   // The current graph (precondition: at() succeeded).
   const HeapGraph& graph() const { return *graph_; }
   replay::Replay& replay() { return r_; }
@@ -38,6 +42,7 @@ class GraphSession {
 
  private:
   std::vector<uint32_t> inDegree_;
+  std::vector<uint32_t> inOffsets_, inSources_;
   replay::Replay& r_;
   DumpStore store_;
   std::unique_ptr<HeapGraph> graph_;
