@@ -1,7 +1,6 @@
 // heapman graph LOG --at gc:N --dot F | --gexf F [--collapse type|function] [--min-retained B]:
 // the whole heap graph of a dumped GC for Graphviz or Gephi, one node per type (or allocating
 // function) and per root range.
-#include <ctime>
 #include <sstream>
 
 #include "heapman/graph/collapse.h"
@@ -20,15 +19,6 @@ void options(po::options_description& o, po::positional_options_description&) {
       "dot", po::value<std::string>(), "write Graphviz DOT (dot -Tsvg F)")(
       "gexf", po::value<std::string>(), "write GEXF 1.3 (Gephi)");
   addQueryOptions(o);
-}
-
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char b[16];
-  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
-  return b;
 }
 
 int run(Session& s, const po::variables_map& vm) {
@@ -55,7 +45,7 @@ int run(Session& s, const po::variables_map& vm) {
   }
   if (vm.count("gexf")) {
     std::ostringstream out;
-    graph::writeGexf(out, g, today());
+    graph::writeGexf(out, g, todayUtc());
     writeOutput(vm["gexf"].as<std::string>(), out.str());
   }
   std::fprintf(stderr, "%s: %zu nodes, %zu edges%s%s\n", g.title.c_str(), g.nodes.size(),

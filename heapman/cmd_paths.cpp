@@ -1,7 +1,6 @@
 // heapman paths LOG --at gc:N ADDR | --type REGEX [--max-paths N] [--dot F] [--gexf F]: why an
 // object is alive: the shortest path from each root range that reaches it (or, for --type, any
 // of the type's objects, merged per type), as a table and as pictures for Graphviz and Gephi.
-#include <ctime>
 #include <sstream>
 
 #include "heapman/graph/paths.h"
@@ -23,15 +22,6 @@ void options(po::options_description& o, po::positional_options_description& pos
   addQueryOptions(o);
 }
 
-
-std::string today() {
-  std::time_t t = std::time(nullptr);
-  char b[16];
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
-  return b;
-}
 
 int run(Session& s, const po::variables_map& vm) {
   if (vm.count("address") == vm.count("type"))
@@ -78,7 +68,7 @@ int run(Session& s, const po::variables_map& vm) {
   }
   if (vm.count("gexf")) {
     std::ostringstream out;
-    graph::writeGexf(out, res.picture, today());
+    graph::writeGexf(out, res.picture, todayUtc());
     writeOutput(vm["gexf"].as<std::string>(), out.str());
   }
   emit(r, outputOptions(vm));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -210,6 +211,15 @@ void emit(const Report& r, const OutputOptions& o) {
     for (const Table& t : r.tables) j.raw(t.name, jsonRows(t));
     writeOutput(o.json, j.str() + "\n");
   }
+}
+
+std::string todayUtc() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char b[16];
+  std::strftime(b, sizeof b, "%Y-%m-%d", &tm);
+  return b;
 }
 
 }  // namespace heapman::cli

@@ -50,6 +50,8 @@ struct OutputError : std::runtime_error {
 // Writes text to a file ("-": stdout), checking every step (stdout is flushed, a file closed).
 // Throws OutputError.
 void writeOutput(const std::string& where, const std::string& text);
+// Today's date in UTC, YYYY-MM-DD (dates in the files written: GEXF's lastmodifieddate).
+std::string todayUtc();
 // Flushes stdout; throws OutputError if it or an earlier write to it failed (clearing the error,
 // so the shell can go on).
 void flushStdout();
