@@ -26,6 +26,7 @@
 
 #include "descriptors.h"
 #include "gc_events.h"
+#include "heapman/logformat/bytes.h"
 #include "heapman/logformat/writer.h"
 #include "modules.h"
 #include "recorder.h"
@@ -756,17 +757,13 @@ class Writer {
   // address order (the collector's block walk, gc_tracking.cpp); one out of order starts a new
   // list, which readers merge.
   void writeObjectLists(const RamDump& d) {
-    auto& list = objectList_;
+    ByteBuffer& list = objectList_;
     list.clear();
     uint64_t page = 0, previous = 0;
     auto flush = [&] {
       if (!list.empty())
         log_->writeRam(SegmentKind::kObjectList, d.gcNumber, page, {list.data(), list.size()});
       list.clear();
-    };
-    auto varint = [&](uint64_t v) {
-      while (v >= 0x80) list.push_back(static_cast<uint8_t>(v | 0x80)), v >>= 7;
-      list.push_back(static_cast<uint8_t>(v));
     };
     for (uint32_t i = 0; i < d.objectCount; ++i) {
       const RamDump::Object& o = d.objects()[i];
@@ -775,8 +772,8 @@ class Writer {
         flush();
         page = p, previous = p;
       }
-      varint(o.address - previous);
-      varint(o.size);
+      list.putVarint(o.address - previous);
+      list.putVarint(o.size);
       previous = o.address;
     }
     flush();
@@ -858,7 +855,7 @@ class Writer {
   struct {
     uint64_t count = 0, copyNs = 0, bytes = 0;
   } ramDumps_;
-  std::vector<uint8_t> objectList_;  // writeObjectLists' buffer, kept between dumps
+  ByteBuffer objectList_;  // writeObjectLists' buffer, kept between dumps
   struct {
     uint64_t count = 0, ns = 0, drainsCut = 0;
   } aside_;  // stepAsideForCollection (HEAPMAN_STATS)

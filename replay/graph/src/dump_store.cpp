@@ -136,25 +136,15 @@ void joinPieces(std::vector<DumpSegment>& v, bool runs) {
 void objectsFromLists(Dump& d, const std::vector<DumpSegment>& lists) {
   std::vector<std::pair<uint64_t, uint64_t>> objects;  // address, size
   for (const DumpSegment& l : lists) {
-    const uint8_t* p = d.data(l);
-    const uint8_t* end = p + l.length;
-    auto varint = [&](uint64_t& v) {
-      v = 0;
-      for (int shift = 0; p < end && shift < 64; shift += 7) {
-        uint8_t b = *p++;
-        v |= uint64_t{b & 0x7fu} << shift;
-        if (!(b & 0x80)) return true;
+    log::ByteCursor in(d.data(l), d.data(l) + l.length);
+    uint64_t at = l.address;
+    try {
+      while (!in.atEnd()) {
+        at += in.varint();
+        objects.emplace_back(at, in.varint());
       }
-      return false;
-    };
-    uint64_t at = l.address, delta, size;
-    while (p < end) {
-      if (!varint(delta) || !varint(size)) {
-        ++d.overlapsDropped;
-        break;
-      }
-      at += delta;
-      objects.emplace_back(at, size);
+    } catch (const log::CursorOverrun&) {
+      ++d.overlapsDropped;  // a list cut short: the objects before the cut are kept
     }
   }
   std::sort(objects.begin(), objects.end());

@@ -14,25 +14,10 @@ namespace heapman::graph {
 
 namespace {
 
-
 // The replay's rules for a user's regex (length bound, an executor that cannot overflow the
 // stack): "bad --type regex 'R': why".
 std::regex compile(const std::string& text, const char* option) {
   return replay::compileRegex(text, "", option);
-}
-
-// The offsets of the words of node `from` that point to node `to`.
-template <class F>
-void forEachPointer(const HeapGraph& g, uint32_t from, F&& f) {
-  std::span<const uint8_t> b = g.bytes(from);
-  uint64_t a = g.address(from);
-  bool interior = g.interiorFrom(from);
-  for (uint64_t off = (8 - (a & 7)) & 7; off + 8 <= b.size(); off += 8) {
-    uint64_t v;
-    std::memcpy(&v, b.data() + off, 8);
-    uint32_t t = g.objectAt(v, interior);
-    if (t != kNoNode) f(off, v, t);
-  }
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <regex>
 
@@ -11,24 +10,6 @@
 #include "heapman/replay/queries.h"
 
 namespace heapman::graph {
-
-namespace {
-
-
-// The offset of the first word of `from` that points into `to`, as the graph read it; -1 when
-// none does (an edge from the super-root).
-int64_t fieldOffset(const HeapGraph& g, uint32_t from, uint32_t to) {
-  std::span<const uint8_t> bytes = g.bytes(from);
-  bool interior = g.interiorFrom(from);
-  for (size_t off = 0; off + 8 <= bytes.size(); off += 8) {
-    uint64_t word;
-    std::memcpy(&word, bytes.data() + off, 8);
-    if (g.objectAt(word, interior) == to) return static_cast<int64_t>(off);
-  }
-  return -1;
-}
-
-}  // namespace
 
 PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
                       const PathsRequest& req) {
@@ -175,7 +156,10 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
       PathStep step;
       step.node = factsOf(s, a, v, true);
       step.node.retained = dom.retained[v];
-      if (prev != kNoNode) step.offset = fieldOffset(g, prev, v);
+      if (prev != kNoNode)  // the first word of prev that points into v
+        forEachPointer(g, prev, [&](uint64_t off, uint64_t, uint32_t t) {
+          if (t == v && step.offset < 0) step.offset = static_cast<int64_t>(off);
+        });
       path.push_back(std::move(step));
       prev = v;
     }

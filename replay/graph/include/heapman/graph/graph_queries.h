@@ -56,6 +56,21 @@ GraphSession& graphSessionFor(replay::Replay& r);
 // An address as the verbs take it: hex with or without 0x. GraphError when it is not one.
 uint64_t parseAddress(const std::string& text);
 
+// Calls f(offset, value, target) for each word of node `from` that points into an object, read
+// as the graph's scan reads it (aligned words, the node's interior-pointer rule).
+template <class F>
+void forEachPointer(const HeapGraph& g, uint32_t from, F&& f) {
+  std::span<const uint8_t> b = g.bytes(from);
+  uint64_t a = g.address(from);
+  bool interior = g.interiorFrom(from);
+  for (uint64_t off = (8 - (a & 7)) & 7; off + 8 <= b.size(); off += 8) {
+    uint64_t v;
+    std::memcpy(&v, b.data() + off, 8);
+    uint32_t t = g.objectAt(v, interior);
+    if (t != kNoNode) f(off, v, t);
+  }
+}
+
 // Labels of a node: "0x55d0c0a01230", "thread 1 stack", "(super-root)".
 std::string nodeName(const HeapGraph& g, uint32_t n);
 
