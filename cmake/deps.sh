@@ -13,6 +13,8 @@ packages=(
   mono-runtime-boehm mono-devel libmono-2.0-dev libmono-profiler
   # Graphviz: the main job renders the heap graph's paths (dot -Tsvg); the tests open them too
   graphviz
+  # heap-map pictures (libpng, the field's standard) and videos (Debian's ffmpeg, through a pipe)
+  libpng-dev ffmpeg
 )
 if [ "${1:-build}" = test ]; then
   # clang: the fuzzer; python3: the CLI tests parse JSON; guile, ecl: real bdwgc programs to record
@@ -20,6 +22,8 @@ if [ "${1:-build}" = test ]; then
   # the graph exporters' files opened by the real tools: xmllint (GEXF 1.3 XSD), networkx with
   # pydot on the system python3 (and Graphviz, above)
   packages+=(libxml2-utils python3-networkx python3-pydot)
+  # the HTML report loaded by a real browser (headless, JavaScript errors counted)
+  packages+=(chromium)
 fi
 if [ "${1:-build}" = bench ]; then
   # Real programs without frame pointers to record (run_unwind_bench.sh), and the peer profiler
