@@ -90,6 +90,7 @@ struct Real {
 };
 #define HEAPMAN_REAL(fn) Real<decltype(::fn)> real_##fn{#fn}
 HEAPMAN_REAL(GC_base);
+HEAPMAN_REAL(GC_mark_and_push);
 HEAPMAN_REAL(GC_is_marked);
 HEAPMAN_REAL(GC_size);
 HEAPMAN_REAL(GC_get_prof_stats_unsafe);
@@ -276,6 +277,23 @@ pthread_t g_suspended[kMaxSuspended];
 std::atomic<int> g_suspendedCount{0};
 
 uint64_t g_gcStartNs = 0;
+// Pointers the program's own mark procedures push (GC_mark_and_push) from memory outside the
+// collected heap: guile's VM stacks are mmap'd and marked by the procedure of its thread objects,
+// so no root range holds what they keep alive. The collector treats these words as roots; the
+// recorder copies them into this table, which the root set then lists as one range (its bytes
+// dumped like a stack's). Filled by the marker threads while the world is stopped: a static table
+// and an atomic index, no lock, no allocation; words beyond its size are dropped (counted).
+constexpr size_t kMaxMarked = size_t{1} << 20;
+uint64_t g_marked[kMaxMarked];
+std::atomic<size_t> g_markedCount{0};
+
+void noteMarked(void* obj, void** src) {
+  // A source inside an object is that object's word: the dump holds it and the graph scans it.
+  if (src && real_GC_base.get()(src)) return;
+  size_t i = g_markedCount.fetch_add(1, std::memory_order_relaxed);
+  if (i < kMaxMarked) g_marked[i] = reinterpret_cast<uint64_t>(obj);
+}
+
 uint32_t g_gcNumber = 0;
 
 // Heap size and free bytes, mapped memory only. The unsynchronized getter: the callers hold the
@@ -295,6 +313,7 @@ void emitGcBegin() {
   g_gcStartNs = monotonicNs();
   g_staticCount.store(0, std::memory_order_relaxed);
   g_suspendedCount.store(0, std::memory_order_relaxed);
+  g_markedCount.store(0, std::memory_order_relaxed);
   Ring* r = threadRing();
   if (!r) return;
   HeapUsage use = heapUsage();
@@ -308,7 +327,7 @@ void emitGcBegin() {
 // The roots of the collection that is finishing: static data segments the collector reported,
 // ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
 // each with its recorder thread index where known. Allocation lock held (static storage).
-constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + 1;
+constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + 2;
 RootSetEntry g_roots[kMaxRoots];
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
@@ -332,6 +351,9 @@ size_t collectRoots(uint64_t mySp) {
       uint64_t from = gc::stackInUse(low, high, 0);
       add(from, high - from, log::RootSource::kThreadStack, gc::threadIndexOf(g_suspended[i]));
     }
+  size_t marked = std::min(g_markedCount.load(std::memory_order_relaxed), kMaxMarked);
+  add(reinterpret_cast<uint64_t>(g_marked), marked * sizeof(uint64_t),
+      log::RootSource::kMarkProcedure);
   if (gc::stackOf(pthread_self(), low, high)) {
     uint64_t from = gc::stackInUse(low, high, mySp);
     Ring* own = threadRing();
@@ -492,6 +514,10 @@ void initBdwgc() {
   if (!setter) return;  // not a bdwgc program
   gc::Collector collector;
   collector.isMarked = real_GC_is_marked.get();
+  // Called while the world is stopped (mark procedures, noteMarked): resolved now, since dlsym
+  // may take a lock a stopped thread holds.
+  real_GC_base.get();
+  real_GC_mark_and_push.get();
   collector.size = real_GC_size.get();
   // libgc >= 7.6 (Debian 12 has 8.2); without it collected sets are not recorded.
   collector.enumerateReachable = reinterpret_cast<decltype(collector.enumerateReachable)>(
@@ -520,6 +546,13 @@ using namespace heapman::rec;
 using heapman::log::HeapKind;
 
 #define HEAPMAN_GC_REAL(fn) static Real<decltype(::fn)> real{#fn}
+
+// ---- what mark procedures push -------------------------------------------------------------
+HEAPMAN_EXPORT struct GC_ms_entry* GC_mark_and_push(void* obj, struct GC_ms_entry* msp,
+                                                    struct GC_ms_entry* lim, void** src) {
+  if (g.active.load(std::memory_order_relaxed)) noteMarked(obj, src);
+  return real_GC_mark_and_push.get()(obj, msp, lim, src);
+}
 
 // ---- allocation entry points --------------------------------------------------------------
 HEAPMAN_EXPORT void* GC_malloc(size_t n) {

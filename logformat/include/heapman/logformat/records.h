@@ -127,7 +127,12 @@ enum class RootSource : uint8_t {
   kMonoHandle = 6,
   kMonoStack = 7,
   kOther = 8,
+  // Words a program's own mark procedures pushed from memory outside the collected heap
+  // (GC_mark_and_push with a source outside every object: guile's mmap'd VM stacks, marked by its
+  // thread objects' procedure). The collector treats them as roots; no root range holds them.
+  kMarkProcedure = 9,
 };
+inline constexpr RootSource kLastRootSource = RootSource::kMarkProcedure;
 const char* rootSourceName(RootSource s);
 
 struct RootRange {
