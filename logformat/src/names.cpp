@@ -42,6 +42,7 @@ const char* rootSourceName(RootSource s) {
     case RootSource::kMonoStack: return "mono_stack";
     case RootSource::kOther: return "other";
     case RootSource::kMarkProcedure: return "mark_procedure";
+    case RootSource::kPushedRange: return "pushed_range";
   }
   return "unknown";
 }

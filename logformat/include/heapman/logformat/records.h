@@ -131,8 +131,12 @@ enum class RootSource : uint8_t {
   // (GC_mark_and_push with a source outside every object: guile's mmap'd VM stacks, marked by its
   // thread objects' procedure). The collector treats them as roots; no root range holds them.
   kMarkProcedure = 9,
+  // A range the program pushed itself (GC_push_all, GC_push_all_eager, GC_push_conditional called
+  // from outside the collector: ECL's push-other-roots procedure, which replaces the collector's
+  // scan of static data).
+  kPushedRange = 10,
 };
-inline constexpr RootSource kLastRootSource = RootSource::kMarkProcedure;
+inline constexpr RootSource kLastRootSource = RootSource::kPushedRange;
 const char* rootSourceName(RootSource s);
 
 struct RootRange {
