@@ -32,28 +32,32 @@ struct Object {
   uint32_t type = 0, site = 0;
 };
 
-std::string siteName(const std::string& function) {
-  return function.empty() ? "(untracked)" : function;
-}
-
 // The objects of the dumped GC at `limit`, by address, with their rows' retained sizes added.
 std::vector<Object> objectsAt(GraphSession& s, replay::Attribution& a, uint64_t limit, Rows& types,
                               Rows& sites, bool first) {
-  auto addRetained = [&](Rows& rows, RetainedBy by) {
-    for (const RetainedRow& row : retainedBy(s, a, limit, by, 0).rows) {
-      DumpDiffRow& d = rows.rows[rows.id(row.name, row.location)];
-      (first ? d.retainedA : d.retainedB) += row.retained;
-    }
-  };
-  addRetained(types, RetainedBy::kType);
-  addRetained(sites, RetainedBy::kFunction);  // also leaves every info prepared in `a`
   const HeapGraph& g = s.at(limit);
+  const DominatorTree& t = s.dominatorTree();
+  // Each point's groups, then their rows (shared by both points).
+  auto grouped = [&](Rows& rows, RetainedBy by) {
+    NodeGroups groups = groupNodes(s, a, by);
+    std::vector<uint64_t> retained = retainedPerGroup(t, groups.group, groups.name.size());
+    std::vector<uint32_t> rowOf(groups.name.size());
+    for (size_t i = 0; i < rowOf.size(); ++i) {
+      rowOf[i] = rows.id(groups.name[i], groups.location[i]);
+      (first ? rows.rows[rowOf[i]].retainedA : rows.rows[rowOf[i]].retainedB) += retained[i];
+    }
+    for (uint32_t& x : groups.group)
+      if (x != UINT32_MAX) x = rowOf[x];
+    return std::move(groups.group);
+  };
+  std::vector<uint32_t> typeOf = grouped(types, RetainedBy::kType);
+  std::vector<uint32_t> siteOf = grouped(sites, RetainedBy::kFunction);
   std::vector<Object> out;
   out.reserve(g.nodeCount() - g.firstObject());
-  for (uint32_t n = g.firstObject(); n < g.nodeCount(); ++n) {
-    NodeFacts f = factsOf(s, a, n, false);
-    out.push_back({f.address, f.birthSeq, f.size, types.id(f.type, ""),
-                   sites.id(siteName(f.function), f.location)});
+  for (uint32_t v = g.firstObject(); v < g.nodeCount(); ++v) {
+    uint64_t address = g.address(v), birth = 0;
+    if (auto lo = s.replay().live().find(address)) birth = lo->birthSeq();
+    out.push_back({address, birth, g.size(v), typeOf[v], siteOf[v]});
   }
   std::sort(out.begin(), out.end(),
             [](const Object& x, const Object& y) { return x.address < y.address; });

@@ -165,4 +165,20 @@ struct RetainedResult {
 RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limit, RetainedBy by,
                           size_t top);
 
+// The objects of the current graph grouped by type label (kType) or blame site (kFunction; the
+// name "(untracked)" when the site has no function): group[v] per node (UINT32_MAX for the roots
+// and the super-root), groups numbered in node order, each with its name (and file:line for
+// sites). Worked out once per AllocInfo, not per object.
+struct NodeGroups {
+  std::vector<uint32_t> group;
+  std::vector<std::string> name, location;
+};
+NodeGroups groupNodes(GraphSession& s, replay::Attribution& a, RetainedBy by);
+
+// The retained size of each group of nodes: group[v] is node v's group (< groups) or UINT32_MAX
+// for none. An object dominated by another object of its group is counted inside that one (MAT's
+// rule), so a group's figure never counts a byte twice. One walk of the dominator tree.
+std::vector<uint64_t> retainedPerGroup(const DominatorTree& t, std::span<const uint32_t> group,
+                                       size_t groups);
+
 }  // namespace heapman::graph
