@@ -1,7 +1,6 @@
 // The heap map picture (heap_map.h): background drawn once per renderer (regions, timeline),
 // then per picture the live set painted into per-position arrays and composed over it.
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -217,6 +216,7 @@ MapRenderer::MapRenderer(replay::Replay& r, replay::Attribution* attribution, co
   key_.assign(n, 0);
   dead_.assign(n, 0);
   prepareKeys();
+  placeLabels();
   drawStatic();
   newSince_ = r_.position();
 }
@@ -381,23 +381,26 @@ void MapRenderer::drawStatic() {
   // Region labels over the map (objects never cover them: drawn again after composing).
 }
 
-void MapRenderer::drawRegionLabels(Image& img) const {
+void MapRenderer::placeLabels() {
   const AddressLayout& L = *layout_;
-  std::vector<std::array<int, 4>> boxes;  // x, y, w, h drawn so far
   for (const Region& r : L.regions()) {
     std::string text = hexAddress(r.begin) + "-" + hexAddress(r.end) + " " +
                        bytesText(r.end - r.begin);
     uint32_t px = L.pixel(r.firstPixel);
-    int x = int(px % uint32_t(o_.width)), y = int(px / uint32_t(o_.width));
-    int w = textWidth(text) + 4, h = kCellHeight + 2;
-    x = std::min(x, o_.width - w);
-    bool clash = false;
-    for (auto& b : boxes)
-      if (x < b[0] + b[2] && b[0] < x + w && y < b[1] + b[3] && b[1] < y + h) clash = true;
-    if (clash || y + h > legendY_) continue;
-    boxes.push_back({x, y, w, h});
-    img.blend(x, y, w, h, 0x000000, 170);
-    drawText(img, x + 2, y + 2, text, kText, 1);
+    Label l{int(px % uint32_t(o_.width)), int(px / uint32_t(o_.width)), textWidth(text) + 4,
+            kCellHeight + 2, text};
+    l.x = std::min(l.x, o_.width - l.w);
+    bool clash = l.y + l.h > legendY_;
+    for (const Label& b : labels_)
+      if (l.x < b.x + b.w && b.x < l.x + l.w && l.y < b.y + b.h && b.y < l.y + l.h) clash = true;
+    if (!clash) labels_.push_back(l);
+  }
+}
+
+void MapRenderer::drawRegionLabels(Image& img) const {
+  for (const Label& l : labels_) {
+    img.blend(l.x, l.y, l.w, l.h, 0x000000, 170);
+    drawText(img, l.x + 2, l.y + 2, l.text, kText, 1);
   }
 }
 

@@ -130,6 +130,13 @@ class MapRenderer {
   ~MapRenderer();
 
   const AddressLayout& layout() const { return *layout_; }
+  // The address-range labels drawn over the map (at the start of each region where one fits):
+  // the pixels under them show the label, not the heap.
+  struct Label {
+    int x = 0, y = 0, w = 0, h = 0;
+    std::string text;
+  };
+  const std::vector<Label>& labels() const { return labels_; }
   const MapOptions& options() const { return o_; }
   // Deaths since the previous picture (the next render() draws them red, then they fade).
   void addDeaths(std::vector<DeadObject> dead);
@@ -153,6 +160,7 @@ class MapRenderer {
   void drawHeader(Image& img, const MapPicture& p) const;
   void drawTimeline(Image& img) const;
   void drawLegend(Image& img, const MapPicture& p) const;
+  void placeLabels();
   void drawRegionLabels(Image& img) const;
 
   replay::Replay& r_;
@@ -170,6 +178,7 @@ class MapRenderer {
   PointClock clock_;
   Image stripLit_;                      // the timeline as played (the background has it dim)
   std::vector<Rgb> palette_;
+  std::vector<Label> labels_;
   Image background_;                    // regions shaded, map area, timeline drawn
   // Per curve position: bytes covered by live objects, the bytes and key of the largest cover
   // (bit 31: born since the previous picture), fading deaths (0..255).
