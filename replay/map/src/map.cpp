@@ -86,6 +86,24 @@ std::string thousands(uint64_t v) {
   return out;
 }
 
+// A function's name as the legend shows it: without "(anonymous namespace)::" and without its
+// parameter list ("Game::spawn(int, int)" -> "Game::spawn"); type names as they are.
+std::string shortName(std::string name) {
+  static const std::string kAnon = "(anonymous namespace)::";
+  for (size_t at; (at = name.find(kAnon)) != std::string::npos;) name.erase(at, kAnon.size());
+  if (!name.empty() && name.back() == ')' && name.front() != '(') {
+    int depth = 0;
+    for (size_t i = name.size(); i-- > 0;) {
+      depth += name[i] == ')' ? 1 : name[i] == '(' ? -1 : 0;
+      if (depth == 0) {
+        if (i > 0) name.erase(i);
+        break;
+      }
+    }
+  }
+  return name;
+}
+
 }  // namespace
 
 ColorBy parseColorBy(const std::string& s) {
@@ -449,7 +467,8 @@ void MapRenderer::drawLegend(Image& img, const MapPicture& p) const {
     drawText(img, x + line + 2, y, fitText(name, size_t(std::max(nameChars, 3))), kText, scale_);
     drawText(img, x + colW - bw - 3 * scale_, y, b, kDimText, scale_);
   };
-  for (size_t i = 0; i < shown; ++i) entry(i, p.legend[i].color, p.legend[i].name, p.legend[i].bytes);
+  for (size_t i = 0; i < shown; ++i)
+    entry(i, p.legend[i].color, shortName(p.legend[i].name), p.legend[i].bytes);
   if (p.legend.size() > shown) {
     uint64_t rest = 0;
     for (size_t i = shown; i < p.legend.size(); ++i) rest += p.legend[i].bytes;
