@@ -12,7 +12,8 @@ namespace heapman::map {
 namespace {
 
 constexpr uint32_t kNoKey = ~uint32_t{0};
-constexpr uint32_t kNewBit = uint32_t{1} << 31;
+constexpr uint16_t kNewBit = 0x8000;
+constexpr uint32_t kMaxKeys = 0x7FFF;  // keys past it share the last colour
 constexpr Rgb kCanvas = 0x0E1014, kPanel = 0x16191F, kRegionA = 0x1C2028, kRegionB = 0x232832;
 constexpr Rgb kText = 0xE8EAED, kDimText = 0x9AA0AA, kDead = 0xFF3B30, kWhite = 0xFFFFFF;
 constexpr size_t kFixedSlots = 12;  // top names' palette slots
@@ -229,10 +230,7 @@ MapRenderer::MapRenderer(replay::Replay& r, replay::Attribution* attribution, co
   layout_ = std::make_unique<AddressLayout>(scan_.granules, o_.curve, pad, mapY_,
                                             o_.width - 2 * pad, mapH_, o_.width, o_.bytesPerPixel);
   size_t n = layout_->positions();
-  cover_.assign(n, 0);
-  best_.assign(n, 0);
-  key_.assign(n, 0);
-  dead_.assign(n, 0);
+  cells_.assign(n, Cell{});
   prepareKeys();
   placeLabels();
   drawStatic();
@@ -261,6 +259,7 @@ void MapRenderer::prepareKeys() {
       names_.push_back(log::heapKindName(kind));
       colors_.push_back(kindColor(kind));
     }
+    for (const replay::AllocInfo& i : t.infos) keyOfInfo_.push_back(uint32_t(i.heap));
     return;
   }
   if (o_.color == ColorBy::kAge) {
@@ -344,6 +343,61 @@ void MapRenderer::addDeaths(std::vector<DeadObject> dead) {
     pending_ = std::move(dead);
   else
     pending_.insert(pending_.end(), dead.begin(), dead.end());
+}
+
+void MapRenderer::advance(uint64_t limit) {
+  r_.seek(limit, this);
+  trackedPosition_ = r_.position();
+}
+
+void MapRenderer::born(const replay::LiveObject& o) {
+  if (tracking_) touch(o, true);
+}
+
+void MapRenderer::died(const replay::LiveObject& o, replay::Death, uint64_t) {
+  const replay::AllocInfo& i = r_.info(o.info());
+  pending_.push_back({o.address, i.actualSize ? i.actualSize : i.size});
+  if (tracking_) touch(o, false);
+}
+
+void MapRenderer::touch(const replay::LiveObject& o, bool add) {
+  const AddressLayout& L = *layout_;
+  const unsigned shift = L.bppShift(), unit = shift > 12 ? shift - 12 : 0;
+  const size_t n = L.positions();
+  const replay::AllocInfo& info = r_.info(o.info());
+  uint32_t key = keyOf(o);
+  if (key >= keyBytes_.size()) keyBytes_.resize(key + 1), keyObjects_.resize(key + 1);
+  if (add) {
+    keyBytes_[key] += info.size, ++keyObjects_[key], liveBytes_ += info.size, ++liveObjects_;
+    ++bornSince_;
+  } else {
+    keyBytes_[key] -= info.size, --keyObjects_[key], liveBytes_ -= info.size, --liveObjects_;
+  }
+  int64_t off = L.offsetOf(o.address);
+  if (off < 0) {
+    if (add) ++unplaced_; else --unplaced_;
+    return;
+  }
+  uint64_t first = uint64_t(off);
+  uint64_t end = first + std::max<uint64_t>(1, info.actualSize ? info.actualSize : info.size);
+  size_t d0 = size_t(first >> shift), d1 = std::min(size_t((end - 1) >> shift), n - 1);
+  auto k = uint16_t(std::min(key, kMaxKeys));
+  for (size_t d = d0; d <= d1; ++d) {
+    uint64_t lo = std::max<uint64_t>(first, uint64_t(d) << shift);
+    uint64_t hi = std::min<uint64_t>(end, uint64_t(d + 1) << shift);
+    auto units = uint16_t(std::max<uint64_t>(1, (hi - lo) >> unit));
+    Cell& c = cells_[d];
+    if (add) {
+      c.cover = uint16_t(std::min<uint32_t>(0xFFFF, uint32_t(c.cover) + units));
+      if (units >= c.best) {
+        c.best = units, c.key = k | kNewBit;
+        newCells_.push_back(uint32_t(d));
+      }
+    } else {
+      c.cover = c.cover > units ? uint16_t(c.cover - units) : 0;
+      if (c.cover == 0 || ((c.key & ~kNewBit) == k && units >= c.best)) c.best = 0;
+    }
+  }
 }
 
 void MapRenderer::drawStatic() {
@@ -482,75 +536,160 @@ MapPicture MapRenderer::render() {
   return p;
 }
 
+void MapRenderer::repaint(MapPicture& p) {
+  (void)p;
+  const AddressLayout& L = *layout_;
+  const unsigned shift = L.bppShift();
+  const size_t n = L.positions();
+  // Cover counts in units of 2^unit bytes: a full pixel is at most 4096 units (fits 16 bits).
+  const unsigned unit = shift > 12 ? shift - 12 : 0;
+  Cell* cells = cells_.data();
+  std::memset(cells, 0, n * sizeof(Cell));
+  keyBytes_.assign(names_.size(), 0);
+  keyObjects_.assign(names_.size(), 0);
+  epochNow_ = r_.epochOf(r_.position());
+  liveBytes_ = liveObjects_ = bornSince_ = unplaced_ = 0;
+  newCells_.clear();
+  const uint64_t newSince = newSince_;
+  // Painting waits kAhead objects after the prefetch of its cells, so the miss is under way
+  // while the objects between are looked at.
+  struct Paint {
+    uint64_t first, end;
+    uint16_t key;
+  };
+  constexpr size_t kAhead = 16;
+  Paint ring[kAhead];
+  size_t queued = 0;
+  auto paint = [&](const Paint& w) __attribute__((always_inline)) {
+    size_t d0 = size_t(w.first >> shift), d1 = size_t((w.end - 1) >> shift);
+    if (d1 >= n) d1 = n - 1;
+    if (d0 == d1) {  // the common case: within one pixel
+      Cell& c = cells[d0];
+      auto units = uint16_t(std::max<uint64_t>(1, (w.end - w.first) >> unit));
+      c.cover = uint16_t(std::min<uint32_t>(0xFFFF, uint32_t(c.cover) + units));
+      if (units > c.best) c.best = units, c.key = w.key;
+      return;
+    }
+    for (size_t d = d0; d <= d1; ++d) {
+      uint64_t lo = std::max<uint64_t>(w.first, uint64_t(d) << shift);
+      uint64_t hi = std::min<uint64_t>(w.end, uint64_t(d + 1) << shift);
+      auto units = uint16_t(std::max<uint64_t>(1, (hi - lo) >> unit));
+      Cell& c = cells[d];
+      c.cover = uint16_t(std::min<uint32_t>(0xFFFF, uint32_t(c.cover) + units));
+      if (units > c.best) c.best = units, c.key = w.key;
+    }
+  };
+  const bool byAge = o_.color == ColorBy::kAge;
+  const replay::AllocInfo* infos = r_.tables().infos.data();
+  const size_t infoCount = r_.tables().infos.size();
+  r_.live().forEach([&](const replay::LiveObject& o) {
+    uint32_t id = o.info();
+    const replay::AllocInfo& info = id < infoCount ? infos[id] : r_.info(id);
+    uint32_t key = !byAge && id < keyOfInfo_.size() && keyOfInfo_[id] != kNoKey ? keyOfInfo_[id]
+                                                                               : keyOf(o);
+    if (key >= keyBytes_.size()) keyBytes_.resize(key + 1), keyObjects_.resize(key + 1);
+    keyBytes_[key] += info.size;
+    ++keyObjects_[key];
+    liveBytes_ += info.size;
+    ++liveObjects_;
+    bool isNew = o.birthSeq() >= newSince;
+    bornSince_ += isNew;
+    int64_t off = L.offsetOf(o.address);
+    if (off < 0) {
+      ++unplaced_;
+      return;
+    }
+    uint64_t size = std::max<uint64_t>(1, info.actualSize ? info.actualSize : info.size);
+    Paint w{uint64_t(off), uint64_t(off) + size,
+            uint16_t(std::min(key, kMaxKeys) | (isNew ? kNewBit : 0))};
+    __builtin_prefetch(&cells[std::min(size_t(w.first >> shift), n - 1)], 1);
+    if (isNew) newCells_.push_back(uint32_t(std::min(size_t(w.first >> shift), n - 1)));
+    Paint& slot = ring[queued++ % kAhead];
+    if (queued > kAhead) paint(slot);
+    slot = w;
+  });
+  for (size_t i = queued > kAhead ? queued - kAhead : 0; i < queued; ++i) paint(ring[i % kAhead]);
+  tracking_ = true;
+  trackedPosition_ = r_.position();
+  paintedEpoch_ = epochNow_;
+}
+
 void MapRenderer::render(MapPicture& p) {
   const AddressLayout& L = *layout_;
   const unsigned shift = L.bppShift();
   const size_t n = L.positions();
-  // Bytes are counted in units of 2^unit so that a pixel's count fits 32 bits.
-  const unsigned unit = shift > 24 ? shift - 24 : 0;
-  std::fill(cover_.begin(), cover_.end(), 0);
-  std::fill(best_.begin(), best_.end(), 0);
-  std::fill(dead_.begin(), dead_.end(), 0);
+  Cell* cells = cells_.data();
+  epochNow_ = r_.epochOf(r_.position());
+  bool fresh = !tracking_ || trackedPosition_ != r_.position() ||
+               (o_.color == ColorBy::kAge && epochNow_ != paintedEpoch_);
+  // Deaths: the marks of the pictures before are taken off, then set again one step fainter.
+  auto markDeaths = [&](bool clear) {
+    const auto fade = size_t(std::max(o_.fadePictures, 1));
+    for (size_t age = 0; age < deaths_.size(); ++age) {
+      auto level = clear ? uint8_t(0) : uint8_t(255 * (fade - age) / fade);
+      for (const DeadObject& d : deaths_[age]) {
+        int64_t off = L.offsetOf(d.address);
+        if (off < 0) continue;
+        size_t d0 = size_t(off) >> shift;
+        size_t d1 = size_t((uint64_t(off) + std::max<uint64_t>(d.size, 1) - 1) >> shift);
+        for (size_t k = d0; k <= d1 && k < n; ++k)
+          cells[k].dead = clear ? 0 : std::max(cells[k].dead, level);
+      }
+    }
+  };
+  if (fresh) {
+    repaint(p);
+  } else {
+    markDeaths(true);
+  }
   deaths_.insert(deaths_.begin(), std::move(pending_));
   pending_.clear();
-  if (deaths_.size() > size_t(std::max(o_.fadePictures, 1))) deaths_.resize(size_t(std::max(o_.fadePictures, 1)));
-  for (size_t age = 0; age < deaths_.size(); ++age) {
-    auto level = uint8_t(255 * (size_t(o_.fadePictures) - age) / size_t(o_.fadePictures));
-    for (const DeadObject& d : deaths_[age]) {
-      int64_t off = L.offsetOf(d.address);
-      if (off < 0) continue;
-      size_t d0 = size_t(off) >> shift, d1 = size_t((uint64_t(off) + std::max<uint64_t>(d.size, 1) - 1) >> shift);
-      for (size_t k = d0; k <= d1 && k < n; ++k) dead_[k] = std::max(dead_[k], level);
-    }
-  }
-  keyBytes_.assign(names_.size(), 0);
-  keyObjects_.assign(names_.size(), 0);
-  epochNow_ = r_.epochOf(r_.position());
-  p.liveBytes = p.liveObjects = p.bornSince = p.unplaced = 0;
-  const uint64_t newSince = newSince_;
-  r_.live().forEach([&](const replay::LiveObject& o) {
-    const replay::AllocInfo& info = r_.info(o.info());
-    uint32_t key = keyOf(o);
-    if (key >= keyBytes_.size()) keyBytes_.resize(key + 1), keyObjects_.resize(key + 1);
-    keyBytes_[key] += info.size;
-    ++keyObjects_[key];
-    p.liveBytes += info.size;
-    ++p.liveObjects;
-    bool isNew = o.birthSeq() >= newSince;
-    p.bornSince += isNew;
-    int64_t off = L.offsetOf(o.address);
-    if (off < 0) {
-      ++p.unplaced;
-      return;
-    }
-    uint32_t k = key | (isNew ? kNewBit : 0);
-    uint64_t size = std::max<uint64_t>(1, info.actualSize ? info.actualSize : info.size);
-    uint64_t first = uint64_t(off), end = first + size;
-    size_t d0 = size_t(first >> shift), d1 = size_t((end - 1) >> shift);
-    if (d1 >= n) d1 = n - 1;
-    for (size_t d = d0; d <= d1; ++d) {
-      uint64_t lo = std::max<uint64_t>(first, uint64_t(d) << shift);
-      uint64_t hi = std::min<uint64_t>(end, uint64_t(d + 1) << shift);
-      auto bytes = uint32_t(std::max<uint64_t>(1, (hi - lo) >> unit));
-      cover_[d] += bytes;
-      if (bytes > best_[d]) best_[d] = bytes, key_[d] = k;
-    }
-  });
-  // Compose over the background.
+  if (deaths_.size() > size_t(std::max(o_.fadePictures, 1)))
+    deaths_.resize(size_t(std::max(o_.fadePictures, 1)));
+  markDeaths(false);
+  p.liveBytes = liveBytes_;
+  p.liveObjects = liveObjects_;
+  p.bornSince = bornSince_;
+  p.unplaced = unplaced_;
+  compose(p);
+  // The next picture's births are new, not these.
+  for (uint32_t d : newCells_) cells[d].key &= uint16_t(~kNewBit);
+  newCells_.clear();
+  bornSince_ = 0;
+  newSince_ = r_.position();
+}
+
+void MapRenderer::compose(MapPicture& p) {
+  const AddressLayout& L = *layout_;
+  const unsigned shift = L.bppShift();
+  const size_t n = L.positions();
+  const unsigned unit = shift > 12 ? shift - 12 : 0;
+  const uint64_t full = (uint64_t{1} << shift) >> unit;
+  const Cell* cells = cells_.data();
+  // Over the background.
   if (p.image.width != o_.width || p.image.height != o_.height) p.image = Image(o_.width, o_.height);
   std::memcpy(p.image.rgb.data(), background_.rgb.data(), background_.rgb.size());
-  const uint64_t full = std::max<uint64_t>(1, (uint64_t{1} << shift) >> unit);
   uint8_t* out = p.image.rgb.data();
+  // Colours per key at 33 brightness steps, new and not, looked up rather than mixed per pixel.
+  constexpr int kSteps = 32;
+  shades_.resize(colors_.size() * (kSteps + 1) * 2);
+  for (size_t k = 0; k < colors_.size(); ++k)
+    for (int step = 0; step <= kSteps; ++step) {
+      Rgb c = scale(colors_[k], 120 + step * 136 / kSteps);
+      shades_[(k * (kSteps + 1) + size_t(step)) * 2] = c;
+      shades_[(k * (kSteps + 1) + size_t(step)) * 2 + 1] = mix(c, kWhite, 96);
+    }
+  const size_t lastKey = colors_.size() - 1;
   for (size_t d = 0; d < n; ++d) {
+    const Cell& cell = cells[d];
     Rgb c;
-    if (cover_[d]) {
-      uint32_t k = key_[d];
-      int fillShare = int(std::min<uint64_t>(256, uint64_t(cover_[d]) * 256 / full));
-      c = scale(colors_[k & ~kNewBit], 120 + fillShare * 136 / 256);
-      if (k & kNewBit) c = mix(c, kWhite, 96);
-    } else if (dead_[d]) {
+    if (cell.cover) {
+      size_t k = std::min<size_t>(cell.key & ~kNewBit, lastKey);
+      auto step = size_t(std::min<uint64_t>(kSteps, uint64_t(cell.cover) * kSteps / full));
+      c = shades_[(k * (kSteps + 1) + step) * 2 + (cell.key & kNewBit ? 1 : 0)];
+    } else if (cell.dead) {
       uint8_t* px = out + size_t(L.pixel(d)) * 3;
-      c = mix(Rgb(px[0]) << 16 | Rgb(px[1]) << 8 | px[2], kDead, dead_[d] + 1);
+      c = mix(Rgb(px[0]) << 16 | Rgb(px[1]) << 8 | px[2], kDead, cell.dead + 1);
     } else {
       continue;
     }
@@ -568,7 +707,6 @@ void MapRenderer::render(MapPicture& p) {
   drawHeader(p.image, p);
   drawTimeline(p.image);
   drawLegend(p.image, p);
-  newSince_ = r_.position();
 }
 
 }  // namespace heapman::map

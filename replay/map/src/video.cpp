@@ -160,12 +160,10 @@ VideoStats renderVideo(replay::Replay& r, MapRenderer& m, const VideoPlan& plan,
   m.addDeaths({});
   m.setNewSince(plan.points.front().limit);
   st.replaySeconds += since(t0);
-  DeathCollector deaths(r);
   for (size_t i = 0; i < plan.points.size(); ++i) {
-    if (i > 0) {
+    if (i > 0) {  // the renderer follows every birth and death on the way
       auto t = Clock::now();
-      r.seek(plan.points[i].limit, &deaths);
-      m.addDeaths(deaths.take());
+      m.advance(plan.points[i].limit);
       st.replaySeconds += since(t);
     }
     if (plan.copies[i]) {

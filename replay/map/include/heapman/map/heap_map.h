@@ -122,7 +122,15 @@ struct MapPicture {
   uint64_t unplaced = 0;      // live objects outside the layout's regions (not drawn)
 };
 
-class MapRenderer {
+// Pictures in a row (a video): advance() moves the replay forward with the renderer as its
+// observer, which keeps the per-pixel state and the legend's counts up to date birth by birth and
+// death by death, so the next render() costs the events in between plus composing the pixels,
+// not a pass over the live set. render() after any other move of the replay (or colouring by age
+// across a GC, which ages every object) repaints from the live set. When the object that gave a
+// pixel its colour dies, the pixel keeps that colour until another covers more of it or it
+// empties (a repaint would take the next largest): the colours of a video are those of the
+// largest cover at its last repaint or since.
+class MapRenderer : public replay::Observer {
  public:
   // attribution: required for ColorBy::kFunction (the blame sites: the same exclusions).
   MapRenderer(replay::Replay& r, replay::Attribution* attribution, const LogScan& scan,
@@ -140,6 +148,11 @@ class MapRenderer {
   const MapOptions& options() const { return o_; }
   // Deaths since the previous picture (the next render() draws them red, then they fade).
   void addDeaths(std::vector<DeadObject> dead);
+  // Replays forward to limit (>= the replay's position) with this renderer as the observer:
+  // deaths are kept for the next picture, which is then drawn incrementally.
+  void advance(uint64_t limit);
+  void born(const replay::LiveObject& o) override;
+  void died(const replay::LiveObject& o, replay::Death how, uint64_t seq) override;
   // Objects born at or after this seq are drawn as new (default: the previous render's position).
   void setNewSince(uint64_t seq) { newSince_ = seq; }
   // The picture of the replay's state at its position.
@@ -154,6 +167,9 @@ class MapRenderer {
 
  private:
   struct Layout;
+  void repaint(MapPicture& p);  // from the live set
+  void touch(const replay::LiveObject& o, bool add);  // incremental: one object in or out
+  void compose(MapPicture& p);
   uint32_t nameKey(const std::string& name, uint64_t hash);
   void prepareKeys();
   void drawStatic();
@@ -180,10 +196,21 @@ class MapRenderer {
   std::vector<Rgb> palette_;
   std::vector<Label> labels_;
   Image background_;                    // regions shaded, map area, timeline drawn
-  // Per curve position: bytes covered by live objects, the bytes and key of the largest cover
-  // (bit 31: born since the previous picture), fading deaths (0..255).
-  std::vector<uint32_t> cover_, best_, key_;
-  std::vector<uint8_t> dead_;
+  // Per curve position, 8 bytes (one cache line holds 8 positions: the live set comes in hash
+  // order, so each object costs about one miss): bytes covered by live objects and the bytes of
+  // the largest cover, in units of 2^unit bytes (a full pixel is at most 4096 units), that
+  // cover's key (bit 15: born since the previous picture), fading deaths (0..255).
+  struct Cell {
+    uint16_t cover, best, key;
+    uint8_t dead, unused;
+  };
+  std::vector<Cell> cells_;
+  std::vector<Rgb> shades_;  // by key, brightness step and new
+  bool tracking_ = false;          // the cells and counts follow the replay (advance())
+  uint64_t trackedPosition_ = 0;   // where they are
+  uint32_t paintedEpoch_ = 0;      // epochNow_ of the last repaint (age colours)
+  std::vector<uint32_t> newCells_; // cells with the new bit set since the last picture
+  uint64_t liveBytes_ = 0, liveObjects_ = 0, bornSince_ = 0, unplaced_ = 0;
   std::vector<std::vector<DeadObject>> deaths_;  // [0] the newest
   std::vector<DeadObject> pending_;              // added since the last render
   uint32_t epochNow_ = 0;                        // GcEnds before the rendered position

@@ -68,7 +68,8 @@ std::string vttTime(double seconds);  // hh:mm:ss.mmm
 
 struct VideoStats {
   size_t pictures = 0;        // rendered
-  double replaySeconds = 0;   // moving the state between pictures
+  double replaySeconds = 0;   // moving the state between pictures (and the renderer's
+                              // per-pixel state with it: MapRenderer::advance)
   double renderSeconds = 0;   // drawing the pictures
   double sinkSeconds = 0;     // in the sink (encoding, writing frames)
 };
