@@ -133,12 +133,21 @@ int main(int argc, char** argv) {
     double cpu0 = cpuSeconds();
     map::VideoStats st = map::renderVideo(r, m, plan, [](const map::MapPicture&, size_t, uint32_t) {});
     double cpu = cpuSeconds() - cpu0;
-    std::printf("colour %-5s %zu pictures %dx%d, %llu bytes a pixel: drawing %.3f s = %.1f "
-                "pictures/s (%.1f ms each); replay between them %.3f s; CPU of this thread %.3f s\n",
+    // One picture from the live set (what `heapman map` draws, and a video's first picture).
+    r.seek(plan.points[plan.points.size() / 2].limit);
+    double rep0 = cpuSeconds();
+    map::MapPicture one = m.render();
+    double repaint = cpuSeconds() - rep0;
+    std::printf("colour %-5s %zu pictures %dx%d, %llu bytes a pixel: drawing %.2f ms CPU a picture "
+                "= %.1f pictures per CPU-second (wall %.3f s); replay between them %.3f s wall; "
+                "all of it %.3f s CPU = %.1f pictures per CPU-second; one picture from the live "
+                "set (%llu objects) %.1f ms CPU\n",
                 color, st.pictures, mo.width, mo.height,
-                static_cast<unsigned long long>(m.layout().bytesPerPixel()), st.renderSeconds,
-                double(st.pictures) / st.renderSeconds, 1000 * st.renderSeconds / double(st.pictures),
-                st.replaySeconds, cpu);
+                static_cast<unsigned long long>(m.layout().bytesPerPixel()),
+                1000 * st.renderCpuSeconds / double(st.pictures),
+                double(st.pictures) / st.renderCpuSeconds, st.renderSeconds, st.replaySeconds, cpu,
+                double(st.pictures) / cpu, static_cast<unsigned long long>(one.liveObjects),
+                1000 * repaint);
   }
   // ffmpeg, apart.
   std::string mp4 = std::string(argv[1]) + "/map_bench.mp4";

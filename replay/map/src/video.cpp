@@ -12,12 +12,18 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace heapman::map {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+double threadCpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) / 1e9;
+}
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -168,7 +174,9 @@ VideoStats renderVideo(replay::Replay& r, MapRenderer& m, const VideoPlan& plan,
     }
     if (plan.copies[i]) {
       auto t = Clock::now();
+      double cpu = threadCpu();
       m.render(pic);
+      st.renderCpuSeconds += threadCpu() - cpu;
       st.renderSeconds += since(t);
       ++st.pictures;
       t = Clock::now();

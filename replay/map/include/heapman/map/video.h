@@ -71,6 +71,7 @@ struct VideoStats {
   double replaySeconds = 0;   // moving the state between pictures (and the renderer's
                               // per-pixel state with it: MapRenderer::advance)
   double renderSeconds = 0;   // drawing the pictures
+  double renderCpuSeconds = 0;  // the same in CPU time of the calling thread
   double sinkSeconds = 0;     // in the sink (encoding, writing frames)
 };
 // Seeks to the first point, then replays forward once; for each picture with copies > 0 renders
