@@ -227,8 +227,16 @@ MapRenderer::MapRenderer(replay::Replay& r, replay::Attribution* attribution, co
   mapY_ = timelineY_ + timelineH_ + pad;
   mapH_ = legendY_ - pad - mapY_;
   if (mapH_ < 64) throw MapError("the picture is too small for its legend: give a larger --size");
-  layout_ = std::make_unique<AddressLayout>(scan_.granules, o_.curve, pad, mapY_,
-                                            o_.width - 2 * pad, mapH_, o_.width, o_.bytesPerPixel);
+  // Linear rows span a power of two of pixels (the whole width of a 1024-wide picture), so a
+  // row is a power of two of bytes: 1 MiB at 1 KiB a pixel, as in Tracy's memory map.
+  int mapX = pad, mapW = o_.width - 2 * pad;
+  if (o_.curve == Curve::kLinear) {
+    mapW = 1;
+    while (mapW * 2 <= o_.width) mapW *= 2;
+    mapX = (o_.width - mapW) / 2;
+  }
+  layout_ = std::make_unique<AddressLayout>(scan_.granules, o_.curve, mapX, mapY_, mapW, mapH_,
+                                            o_.width, o_.bytesPerPixel);
   size_t n = layout_->positions();
   cells_.assign(n, Cell{});
   prepareKeys();
@@ -481,8 +489,12 @@ void MapRenderer::drawHeader(Image& img, const MapPicture& p) const {
   PointInfo at = clock_.at(r_.position());
   std::string title = o_.title + (o_.title.empty() ? "" : "  ") + r_.describe(r_.position());
   std::string right = std::string(curveName(o_.curve)) + ", " +
-                      bytesText(layout_->bytesPerPixel()) + "/px, colour: " +
-                      colorByName(o_.color);
+                      bytesText(layout_->bytesPerPixel()) + "/px" +
+                      (o_.curve == Curve::kLinear
+                           ? ", rows of " + bytesText(layout_->bytesPerPixel() *
+                                                      uint64_t(layout_->tileSide()))
+                           : "") +
+                      ", colour: " + colorByName(o_.color);
   int rw = textWidth(right, 1);
   drawText(img, pad, pad, fitText(title, size_t((o_.width - 3 * pad - rw) / (kCellWidth * scale_))),
            kWhite, scale_);

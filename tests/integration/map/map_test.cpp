@@ -308,6 +308,25 @@ TEST_CASE("the legend bytes per function are those of blame and per kind their t
   CHECK(legendRows == blameRows);
   CHECK(legendTotal == blameTotal);
   CHECK(kindTotal == blameTotal);
+  // By type: the rows of heapman types; by age: the same total.
+  std::string typ = t.dir + "/type.csv", age = t.dir + "/age.csv", types = t.dir + "/types.csv";
+  REQUIRE(sh(cli("map '" + t.log + "' --at wave_end#2 --color type -o '" + t.dir +
+                 "/type.png' --csv '" + typ + "'"),
+             out) == 0);
+  REQUIRE(sh(cli("map '" + t.log + "' --at wave_end#2 --color age -o '" + t.dir +
+                 "/age.png' --csv '" + age + "'"),
+             out) == 0);
+  REQUIRE(sh(cli("types '" + t.log + "' --at wave_end#2 --csv '" + types + "'"), out) == 0);
+  auto ty = csv(readFile(typ)), tt = csv(readFile(types)), ag = csv(readFile(age));
+  std::map<std::string, uint64_t> byType, typesRows;
+  for (size_t i = 1; i < ty.size(); ++i)
+    byType[ty[i][col(ty[0], "type")]] = std::stoull(ty[i][col(ty[0], "live_bytes")]);
+  for (size_t i = 1; i < tt.size(); ++i)
+    typesRows[tt[i][col(tt[0], "type")]] = std::stoull(tt[i][col(tt[0], "bytes")]);
+  CHECK(byType == typesRows);
+  uint64_t ageTotal = 0;
+  for (size_t i = 1; i < ag.size(); ++i) ageTotal += std::stoull(ag[i][col(ag[0], "live_bytes")]);
+  CHECK(ageTotal == blameTotal);
   // main charged with the big objects it allocated itself: at least their bytes.
   bool mainRow = false;
   for (auto& [name, bytes] : blameRows)
