@@ -1,6 +1,7 @@
 // The heap map picture (heap_map.h): background drawn once per renderer (regions, timeline),
 // then per picture the live set painted into per-position arrays and composed over it.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -103,6 +104,41 @@ std::string shortName(std::string name) {
     }
   }
   return name;
+}
+
+// A name cut to `chars` for the legend: first the qualifiers inside its type arguments go
+// ("Dictionary<System.String,System.Int32>" -> "Dictionary<String,Int32>"), then its own leading
+// ones ("System.Collections.Generic.List<Enemy>" -> "List<Enemy>", "game::world::Level" ->
+// "world::Level"), then the end.
+std::string fitName(std::string name, size_t chars) {
+  auto isWord = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  if (name.size() > chars) {  // qualifiers inside <...>
+    std::string out;
+    int depth = 0;
+    size_t wordStart = 0;
+    for (size_t i = 0; i < name.size(); ++i) {
+      char c = name[i];
+      if (c == '<') ++depth;
+      if (c == '>') --depth;
+      if (depth > 0 && c == '.' && i + 1 < name.size() && isWord(name[i + 1]) &&
+          out.size() > wordStart) {
+        out.erase(wordStart);  // drop "Namespace." just written
+        continue;
+      }
+      out += c;
+      if (!isWord(c) && c != '.') wordStart = out.size();
+    }
+    name = out;
+  }
+  while (name.size() > chars) {  // leading qualifiers, before any '<' or '('
+    size_t stop = std::min(name.find('<'), name.find('('));
+    size_t dot = name.find('.'), colons = name.find("::");
+    size_t cut = std::min(dot == std::string::npos ? dot : dot + 1,
+                          colons == std::string::npos ? colons : colons + 2);
+    if (cut == std::string::npos || cut >= stop || cut >= name.size()) break;
+    name.erase(0, cut);
+  }
+  return fitText(name, chars);
 }
 
 }  // namespace
@@ -530,7 +566,7 @@ void MapRenderer::drawLegend(Image& img, const MapPicture& p) const {
     std::string b = bytesText(bytes);
     int bw = textWidth(b, scale_);
     int nameChars = (colW - line - bw - 4 * scale_) / (kCellWidth * scale_);
-    drawText(img, x + line + 2, y, fitText(name, size_t(std::max(nameChars, 3))), kText, scale_);
+    drawText(img, x + line + 2, y, fitName(name, size_t(std::max(nameChars, 3))), kText, scale_);
     drawText(img, x + colW - bw - 3 * scale_, y, b, kDimText, scale_);
   };
   for (size_t i = 0; i < shown; ++i)
