@@ -13,18 +13,25 @@ Curve parseCurve(const std::string& s) {
 const char* curveName(Curve c) { return c == Curve::kHilbert ? "hilbert" : "linear"; }
 
 void hilbertPoint(uint32_t side, uint32_t d, uint32_t& x, uint32_t& y) {
-  // Undo the curve one level at a time from the finest: each level picks a quadrant from two
-  // bits of d and turns the coordinates found so far the way that quadrant's sub-curve is turned.
+  // From the coarsest level down: two bits of d pick one of the four quadrants in the order the
+  // curve visits them (lower left, upper left, upper right, lower right: the unit curve from
+  // (0, 0) to (1, 0)); the quadrant is placed in the orientation of the square holding it, and
+  // the first quadrant's sub-curve runs transposed, the last's transposed and mirrored. The
+  // orientations (transpose, mirror both axes) commute, so composing them is a XOR of two flags.
+  static const uint32_t kQx[4] = {0, 0, 1, 1}, kQy[4] = {0, 1, 1, 0};
+  unsigned levels = 0;
+  while ((uint32_t{1} << levels) < side) ++levels;
+  bool transposed = false, mirrored = false;
   x = y = 0;
-  for (uint32_t s = 1; s < side; s *= 2) {
-    uint32_t rx = 1 & (d / 2), ry = 1 & (d ^ rx);
-    if (ry == 0) {
-      if (rx == 1) x = s - 1 - x, y = s - 1 - y;
-      std::swap(x, y);
-    }
-    x += s * rx;
-    y += s * ry;
-    d /= 4;
+  for (unsigned level = levels; level-- > 0;) {
+    uint32_t q = (d >> (2 * level)) & 3;
+    uint32_t cx = kQx[q], cy = kQy[q];
+    if (transposed) std::swap(cx, cy);
+    if (mirrored) cx ^= 1, cy ^= 1;
+    x |= cx << level;
+    y |= cy << level;
+    if (q == 0) transposed = !transposed;
+    if (q == 3) transposed = !transposed, mirrored = !mirrored;
   }
 }
 
