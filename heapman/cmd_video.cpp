@@ -63,11 +63,7 @@ int run(Session& s, const po::variables_map& vm) {
   // Without ffmpeg: fail now, unless the frames are asked for too (then fail after them).
   std::optional<std::string> noFfmpeg;
   if (!out.empty() && map::VideoEncoder::findFfmpeg().empty()) {
-    try {
-      map::VideoEncoder probe(out, 2, 2, 1);
-    } catch (const map::MapError& e) {
-      noFfmpeg = e.what();
-    }
+    noFfmpeg = map::VideoEncoder::missingFfmpeg();
     if (framesDir.empty()) throw std::runtime_error(*noFfmpeg);
   }
   if (!framesDir.empty()) {
@@ -82,7 +78,7 @@ int run(Session& s, const po::variables_map& vm) {
                                               m->renderer->options().height, req.fps);
   uint64_t firstFrame = 0;
   double pngSeconds = 0;
-  auto sink = [&](const map::MapPicture& p, size_t i, uint32_t copies) {
+  auto sink = [&](const map::MapPicture& p, size_t, uint32_t copies) {
     if (!framesDir.empty()) {
       auto t = std::chrono::steady_clock::now();
       char name[40];
@@ -97,7 +93,6 @@ int run(Session& s, const po::variables_map& vm) {
     }
     if (enc) enc->write(p.image, copies);
     firstFrame += copies;
-    (void)i;
   };
   s.progress->restart("rendering " + std::to_string(plan.points.size()) + " pictures");
   map::VideoStats st = map::renderVideo(

@@ -209,12 +209,15 @@ std::string VideoEncoder::findFfmpeg() {
   return "";
 }
 
+std::string VideoEncoder::missingFfmpeg() {
+  return "ffmpeg not found in PATH: install Debian's ffmpeg package (apt-get install ffmpeg; "
+         "cmake/deps.sh does), or give --frames-dir DIR for PNG frames";
+}
+
 VideoEncoder::VideoEncoder(const std::string& path, int width, int height, int fps)
     : width_(width), height_(height), path_(path) {
   std::string ffmpeg = findFfmpeg();
-  if (ffmpeg.empty())
-    throw MapError("ffmpeg not found in PATH: install Debian's ffmpeg package (apt-get install "
-                   "ffmpeg; cmake/deps.sh does), or give --frames-dir DIR for PNG frames");
+  if (ffmpeg.empty()) throw MapError(missingFfmpeg());
   const char* tmp = std::getenv("TMPDIR");
   std::string errPath = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-ffmpeg-XXXXXX";
   errFd_ = ::mkstemp(errPath.data());

@@ -86,6 +86,8 @@ class VideoEncoder {
  public:
   // The ffmpeg of PATH ("" when none). HEAPMAN_FFMPEG, when set, names the program instead.
   static std::string findFfmpeg();
+  // What to say when findFfmpeg() finds none (names Debian's package).
+  static std::string missingFfmpeg();
   // Starts ffmpeg; throws MapError naming Debian's ffmpeg package when it is missing.
   VideoEncoder(const std::string& path, int width, int height, int fps);
   ~VideoEncoder();
