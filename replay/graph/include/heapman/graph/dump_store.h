@@ -63,9 +63,15 @@ struct Dump {
   }
 };
 
+// What the graph builder reads from the record chunks (root sets, managed types' layouts), kept
+// with the DumpStore so that a session decodes each record chunk once: graph_builder.cpp.
+struct RecordFacts;
+
 class DumpStore {
  public:
   explicit DumpStore(const log::LogReader& reader);
+  // The graph builder's record cache (created on first use; graph_builder.cpp fills it).
+  RecordFacts& recordFacts();
 
   // GC numbers with at least one dump segment, ascending. From the footer's index when the log is
   // complete (no payload read), else by reading every dump chunk once.
@@ -109,6 +115,7 @@ class DumpStore {
   const Where* findCopy(uint64_t hash) const;
   size_t hashed_ = 0;                              // dump chunks entered in firstCopy_
   std::vector<uint8_t> buffer_;
+  std::shared_ptr<RecordFacts> facts_;  // shared_ptr: RecordFacts is complete only where filled
 };
 
 }  // namespace heapman::graph
