@@ -7,6 +7,8 @@
 //                                   address map plus the scan into CSR (HeapGraph); reach_s:
 //                                   the count of unreachable objects (on the first stats()).
 //   graph_bench dominators OBJECTS  the same graph, then the dominator tree and retained sizes.
+//   graph_bench log LOG GC          a recorded dump: load, build, scan, dominators.
+//   graph_bench query LOG GC ADDR   `object` and `refs` on a built graph (milliseconds each).
 //   --local                         7 in 8 pointers to one of the 4096 objects around the
 //                                   pointing word (locality as in a real heap), else anywhere.
 // One thread; times are its CPU time. Prints one line of key=value pairs per run (best of --runs N, default 3).
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "heapman/graph/dominators.h"
+#include "heapman/graph/graph_queries.h"
 #include "heapman/graph/heap_graph.h"
 #include "heapman/replay/replay.h"
 
@@ -118,11 +121,46 @@ int benchLog(const char* path, uint32_t gc) {
   return 0;
 }
 
+// graph_bench query LOG GC ADDR: what the shell's `object` and `refs` cost once the graph is
+// built: the verbs' own library calls (describeObject, references) on one GraphSession, each
+// timed (wall, milliseconds; the first `object` builds the graph and is shown apart).
+int benchQuery(const char* path, uint32_t gc, const char* address) {
+  replay::ReplayOptions o;
+  o.notes = nullptr;
+  replay::Replay r(path, o);
+  replay::FrameNamer namer(r.tables(), true);
+  replay::Exclusions ex;  // Attribution keeps a reference
+  replay::Attribution a(r.tables(), namer, ex);
+  GraphSession& s = graphSessionFor(r);
+  uint64_t limit = r.resolve("gc:" + std::to_string(gc));
+  uint64_t addr = parseAddress(address);
+  auto ms = [](auto f) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  size_t in = 0, out = 0, rows = 0;
+  double first = ms([&] { in = describeObject(s, a, limit, addr, 100).inTotal; });
+  std::printf("object (builds the graph): %.1f ms\n", first);
+  for (int i = 0; i < 3; ++i)
+    std::printf("object: %.2f ms\n", ms([&] { out = describeObject(s, a, limit, addr, 100).outTotal; }));
+  for (int i = 0; i < 2; ++i)
+    std::printf("refs --in: %.2f ms\n", ms([&] { rows = references(s, a, limit, addr, true, 1, 1000).size(); }));
+  for (int i = 0; i < 2; ++i)
+    std::printf("refs: %.2f ms\n", ms([&] { rows = references(s, a, limit, addr, false, 1, 1000).size(); }));
+  for (int i = 0; i < 2; ++i)
+    std::printf("refs --depth 3: %.2f ms\n", ms([&] { rows = references(s, a, limit, addr, false, 3, 1000).size(); }));
+  std::printf("mode=query objects=%u in=%zu out=%zu depth3_rows=%zu\n", s.graph().nodeCount(), in, out, rows);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 5 && std::strcmp(argv[1], "query") == 0)
+    return benchQuery(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)), argv[4]);
   if (argc >= 4 && std::strcmp(argv[1], "log") == 0)
     return benchLog(argv[2], static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)));
   if (argc < 3) {
-    std::fprintf(stderr, "usage: graph_bench scan|dominators OBJECTS [--runs N] [--local]\n       graph_bench log LOG GC\n");
+    std::fprintf(stderr, "usage: graph_bench scan|dominators OBJECTS [--runs N] [--local]\n       graph_bench log LOG GC\n       graph_bench query LOG GC ADDR\n");
     return 2;
   }
   std::string mode = argv[1];
