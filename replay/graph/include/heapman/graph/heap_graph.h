@@ -140,7 +140,8 @@ class HeapGraph {
   }
   const Options& options() const { return options_; }
   // The counts of the build; `unreachable` and `unreachableUntracked` are counted on the first
-  // call (one traversal from the super-root, O(nodes + edges)), not by the build itself.
+  // call (one traversal from the super-root, O(nodes + edges)), not by the build itself; that
+  // first call writes them, so it must not race with another thread's.
   const GraphStats& stats() const {
     if (!reachCounted_) countUnreachable();
     return stats_;
