@@ -54,8 +54,11 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
           __builtin_prefetch(&offsets[w]);
         }
       }
-      // The next node visited is the one on top: start loading its edges.
-      if (!stack.empty()) __builtin_prefetch(&targets[offsets[stack.back().first]]);
+      // The next node visited is the one on top: start loading its edges; and those of the one
+      // below it, next when the top has no unvisited successor (a heap has many leaves).
+      size_t depth = stack.size();
+      if (depth) __builtin_prefetch(&targets[offsets[stack[depth - 1].first]]);
+      if (depth > 1) __builtin_prefetch(&targets[offsets[stack[depth - 2].first]]);
     }
   }
   const uint32_t m = static_cast<uint32_t>(vertex.size());
