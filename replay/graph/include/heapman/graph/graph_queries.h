@@ -25,7 +25,9 @@ namespace heapman::graph {
 
 class GraphSession {
  public:
-  explicit GraphSession(replay::Replay& r) : r_(r), store_(r.reader()) {}
+  explicit GraphSession(replay::Replay& r) : r_(r), store_(r.reader()) {
+    if (r.tables().dumpCopiesIndexed) store_.useIndexedCopies(r.tables().dumpCopies);
+  }
   // The graph of the dumped GC that `limit` (a resolved point) names; GraphError otherwise.
   const HeapGraph& at(uint64_t limit);
   // Dominators of the current graph (computed on first use).
