@@ -213,8 +213,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     }
   }
   std::vector<uint64_t> fresh(n, 0);  // bytes born since the first point, per dominator subtree
-  std::vector<uint32_t> subtree(n, 1), preIndex(n, UINT32_MAX);
-  for (uint32_t i = 0; i < pre.size(); ++i) preIndex[pre[i]] = i;
+  std::vector<uint32_t> subtree(n, 1), preIndex(n, UINT32_MAX), depth(n, 0);
+  for (uint32_t i = 0; i < pre.size(); ++i) {
+    preIndex[pre[i]] = i;
+    if (i) depth[pre[i]] = depth[dom.idom[pre[i]]] + 1;
+  }
   for (uint32_t v = g.firstObject(); v < n; ++v)
     if (birthLast[v] > firstLimit) fresh[v] = g.size(v);
   for (size_t i = pre.size(); i-- > 1;) {
@@ -351,7 +354,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     sp.entries = entries.size();
     sp.entriesPerStep = static_cast<double>(entries.size()) / steps;
     std::map<std::pair<std::string, std::string>, size_t> kinds;  // (type, site) -> entries
-    std::map<std::string, std::pair<uint64_t, uint64_t>> kept;     // type -> (bytes, objects)
+    struct Kept {
+      uint64_t bytes = 0, objects = 0;
+      uint32_t depth = UINT32_MAX;  // the shallowest one's in the dominator tree
+    };
+    std::map<std::string, Kept> kept;
     uint64_t keeps = 0;
     std::vector<bool> isEntry;
     for (uint32_t e : entries) ++kinds[{name.type(e), name.function(e)}];
@@ -370,9 +377,10 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         }
         keeps += g.size(v);
         if (v != e && g.isObject(v)) {
-          auto& kk = kept[name.type(v)];
-          kk.first += g.size(v);
-          ++kk.second;
+          Kept& kk = kept[name.type(v)];
+          kk.bytes += g.size(v);
+          ++kk.objects;
+          kk.depth = std::min(kk.depth, depth[v]);
         }
       }
     }
@@ -388,11 +396,15 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         }
       sp.entryKeeps = keeps / entries.size();
       if (!kept.empty()) {
+        // What an entry keeps most of: the most objects; of as many, the type nearer the entry
+        // (enemies rather than their names), then the more bytes.
         auto kt = std::max_element(kept.begin(), kept.end(), [](const auto& x, const auto& y) {
-          return x.second.first < y.second.first;
+          if (x.second.objects != y.second.objects) return x.second.objects < y.second.objects;
+          if (x.second.depth != y.second.depth) return x.second.depth > y.second.depth;
+          return x.second.bytes < y.second.bytes;
         });
         sp.keptType = kt->first;
-        sp.keptCount = (kt->second.second + entries.size() / 2) / entries.size();
+        sp.keptCount = (kt->second.objects + entries.size() / 2) / entries.size();
       }
     }
     auto dup = byContainer.find(cur);
