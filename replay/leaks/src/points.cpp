@@ -67,7 +67,7 @@ std::vector<LeakPoint> leakPoints(const replay::Replay& r, graph::DumpStore& sto
   auto gcPoint = [&](uint32_t n) {
     LeakPoint p;
     p.name = "gc:" + std::to_string(n);
-    p.limit = r.resolve(p.name);
+    p.limit = p.eventLimit = r.resolve(p.name);
     p.gc = n;
     p.dumped = store.has(n);
     return p;
@@ -122,7 +122,7 @@ std::vector<LeakPoint> leakPoints(const replay::Replay& r, graph::DumpStore& sto
     for (size_t i = 0; i < occ.size(); ++i) {
       LeakPoint p;
       p.name = name + "#" + std::to_string(occ[i]->occurrence);
-      p.limit = r.resolve(p.name);
+      p.limit = p.eventLimit = r.resolve(p.name);
       uint64_t nextSeq = i + 1 < occ.size() ? occ[i + 1]->seq : UINT64_MAX;
       for (const replay::GcRecord& g : t.gcs)
         if (g.ended && g.endSeq > occ[i]->seq) {

@@ -119,7 +119,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   }
   replay::Replay& r = s.replay();
   const size_t k = dumped.size();
-  const uint64_t firstLimit = dumped[0]->limit;
+  const uint64_t firstLimit = dumped[0]->eventLimit;  // born from here on: new
   Persistent per;
   std::unordered_map<uint64_t, size_t> slotIndex;
   std::vector<Slot> slots;
@@ -219,7 +219,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     if (i) depth[pre[i]] = depth[dom.idom[pre[i]]] + 1;
   }
   for (uint32_t v = g.firstObject(); v < n; ++v)
-    if (birthLast[v] > firstLimit) fresh[v] = g.size(v);
+    if (birthLast[v] >= firstLimit) fresh[v] = g.size(v);
   for (size_t i = pre.size(); i-- > 1;) {
     uint32_t v = pre[i], p = dom.idom[v];
     fresh[p] += fresh[v];
@@ -337,17 +337,24 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     // Entries: the links of a chain, else the children born since the first point.
     std::vector<uint32_t> entries;
     if (chain) {
-      for (uint32_t v = cur, guard = 0; v != kNoNode && guard < n; ++guard) {
-        if (birthLast[v] > firstLimit) entries.push_back(v);
+      // The links: along the pointers to objects of the same kind (a link held from elsewhere
+      // too is not dominated by the one before it, but still in the list).
+      std::unordered_map<uint32_t, bool> seen;
+      for (uint32_t v = cur; v != kNoNode;) {
+        seen[v] = true;
+        if (birthLast[v] >= firstLimit) entries.push_back(v);
         uint32_t next = kNoNode;
-        for (uint32_t c = childStart[v]; c < childStart[v + 1]; ++c)
-          if (name.sameKind(children[c], v)) next = children[c];
+        for (uint32_t t : g.out(v))
+          if (!seen.count(t) && name.sameKind(t, v)) {
+            next = t;
+            break;
+          }
         v = next;
       }
     } else {
       // What it points to, born since the first point (a shared entry is still an entry).
       for (uint32_t v : g.out(cur))
-        if (g.isObject(v) && birthLast[v] > firstLimit) entries.push_back(v);
+        if (g.isObject(v) && birthLast[v] >= firstLimit) entries.push_back(v);
       std::sort(entries.begin(), entries.end());
       entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
     }
@@ -360,13 +367,30 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     };
     std::map<std::string, Kept> kept;
     uint64_t keeps = 0;
-    std::vector<bool> isEntry;
+    std::map<std::string, uint64_t> mains;  // the biggest dominated child's type -> entries
     for (uint32_t e : entries) ++kinds[{name.type(e), name.function(e)}];
     std::sort(entries.begin(), entries.end(),
               [&](uint32_t x, uint32_t y) { return preIndex[x] < preIndex[y]; });
     for (size_t ei = 0; ei < entries.size(); ++ei) {
       uint32_t e = entries[ei];
       if (preIndex[e] == UINT32_MAX) continue;  // no root reaches it
+      // What it mainly keeps: its dominated child retaining most, through closure classes the
+      // compiler made (Foo.<Bar>c__AnonStorey0, <>c__DisplayClass) to what they captured.
+      for (uint32_t m = e, guard = 0; guard < 8; ++guard) {
+        uint32_t best = kNoNode;
+        for (uint32_t c = childStart[m]; c < childStart[m + 1]; ++c) {
+          uint32_t v = children[c];
+          if (chain && name.sameKind(v, e)) continue;  // the next link is not what it keeps
+          if (best == kNoNode || dom.retained[v] > dom.retained[best]) best = v;
+        }
+        if (best == kNoNode || !g.isObject(best)) break;
+        std::string ty = name.type(best);
+        if (ty.find(">c__") == std::string::npos) {
+          ++mains[ty];
+          break;
+        }
+        m = best;
+      }
       // A link's own part: its subtree up to the next link (entries are in preorder).
       uint32_t end = preIndex[e] + subtree[e];
       for (uint32_t i = preIndex[e]; i < end; ++i) {
@@ -395,6 +419,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           break;
         }
       sp.entryKeeps = keeps / entries.size();
+      for (const auto& [ty, count] : mains)
+        if (count * 2 > entries.size()) sp.keptMain = ty;
       if (!kept.empty()) {
         // What an entry keeps most of: the most objects; of as many, the type nearer the entry
         // (enemies rather than their names), then the more bytes.
@@ -403,9 +429,16 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           if (x.second.depth != y.second.depth) return x.second.depth > y.second.depth;
           return x.second.bytes < y.second.bytes;
         });
-        sp.keptType = kt->first;
+        if (kt->first != sp.keptMain) sp.keptType = kt->first;
         sp.keptCount = (kt->second.objects + entries.size() / 2) / entries.size();
       }
+    }
+    if (entries.empty()) {
+      misses.push_back({static_cast<uint64_t>(h.growth),
+                        {sp.holder + " (" + sp.containerType + ")",
+                         "its retained size grows, but it gains no object born since the "
+                         "first point (what it holds grew in place)"}});
+      continue;
     }
     auto dup = byContainer.find(cur);
     if (dup != byContainer.end()) {
@@ -449,12 +482,19 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     text += " that gains " + countText(e) + (std::fabs(e - 1) < 0.05 ? " entry" : " entries") +
             " per " + per1 + " (" + sizeText(static_cast<uint64_t>(sp.bytesPerStep)) + ")";
     if (!sp.entryType.empty()) {
-      text += "; each keeps a " + sp.entryType;
-      if (!sp.keptType.empty())
-        text += " (and its " + std::to_string(sp.keptCount) + " " + sp.keptType + ", " +
-                sizeText(sp.entryKeeps) + ")";
+      // "each entry (System.Action) keeps a Game.Level and 50 Game.Enemy (12 KiB in all) alive"
+      bool bare = sp.entryType.rfind('(', 0) == 0;  // "(gc)": already in parentheses
+      text += "; each " + std::string(sp.chain ? "link" : "entry") + " " +
+              (bare ? sp.entryType : "(" + sp.entryType + ")") + " keeps ";
+      std::string what = sp.keptMain.empty() ? "" : "a " + sp.keptMain;
+      std::string more = sp.keptType.empty() ? ""
+                                             : std::to_string(sp.keptCount) + " " + sp.keptType;
+      if (!what.empty() && !more.empty())
+        text += what + " and " + more + " (" + sizeText(sp.entryKeeps) + " in all)";
+      else if (!what.empty() || !more.empty())
+        text += what + more + " (" + sizeText(sp.entryKeeps) + ")";
       else
-        text += " (" + sizeText(sp.entryKeeps) + ")";
+        text += sizeText(sp.entryKeeps);
       text += " alive";
       if (!sp.entrySite.empty()) text += "; entries added by " + sp.entrySite;
     }

@@ -57,6 +57,8 @@ struct LeaksRequest {
 struct LeakPoint {
   std::string name;       // "level_end#2", "gc:14"
   uint64_t limit = 0;     // where the heap is taken
+  uint64_t eventLimit = 0;  // just after the event itself (== limit for GC points): objects
+                            // born from here on are new since this repetition
   uint32_t gc = 0;        // the collection it is taken after (0: none)
   bool dumped = false;    // that collection has a RAM dump
   uint64_t liveObjects = 0, liveBytes = 0;
@@ -94,7 +96,9 @@ struct Suspect {
   uint64_t entries = 0;            // entries born since the first point
   std::string entryType, entrySite, entryLocation;
   uint64_t entryKeeps = 0;         // average bytes an entry keeps alive (itself included)
-  std::string keptType;            // the type an entry keeps most bytes of, besides itself
+  std::string keptMain;            // the object an entry mostly keeps (its biggest dominated
+                                   // child; through compiler-made closure classes), or ""
+  std::string keptType;            // the type an entry keeps most objects of, besides itself
   uint64_t keptCount = 0;          // objects of it per entry (rounded)
   std::vector<graph::PathStep> path;  // root first, container last
   graph::ExportGraph picture;
