@@ -8,6 +8,7 @@
 #include "heapman/graph/paths.h"
 #include "heapman/leaks/leaks.h"
 #include "heapman/replay/queries.h"
+#include "static_names.h"
 
 namespace heapman::leaks {
 
@@ -28,6 +29,8 @@ struct Persistent {
 // A pointer-holding word of a static root range, keyed by its address.
 struct Slot {
   std::string label;  // "static data of prog", "Mono statics"
+  std::string symbol;  // the static variable ("g_history", "g_registry+0x8"), or ""
+  std::string module;  // the root's label ("prog data")
   uint64_t rootAddress = 0, offset = 0;
   std::vector<uint64_t> retained;  // of the object it points to, at each point (0: none)
   uint32_t node = kNoNode;         // its target at the last point
@@ -121,6 +124,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   const size_t k = dumped.size();
   const uint64_t firstLimit = dumped[0]->eventLimit;  // born from here on: new
   Persistent per;
+  StaticNames statics(r.tables().modules);
   std::unordered_map<uint64_t, size_t> slotIndex;
   std::vector<Slot> slots;
   std::vector<uint64_t> birthLast;  // per node at the last point
@@ -173,6 +177,10 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           sl.label = rootKindText(g.root(root));
           sl.rootAddress = g.address(root);
           sl.offset = off;
+          if (g.root(root).source == log::RootSource::kStaticData) {
+            sl.symbol = statics.name(key);
+            sl.module = g.root(root).label;
+          }
           sl.retained.assign(k, 0);
           slots.push_back(std::move(sl));
         }
@@ -285,7 +293,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   }
   for (const Slot& sl : slots) {
     if (sl.node == kNoNode) continue;
-    std::string where = sl.label + " +" + hex(sl.offset);
+    std::string where = sl.symbol.empty() ? sl.label + " +" + hex(sl.offset)
+                                          : "static " + sl.symbol + " (" + sl.module + ")";
     consider(sl.node, sl.retained, {}, where, where + " -> " + name.type(sl.node));
   }
 
