@@ -342,7 +342,12 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     sp.retained = h.retained;
     sp.degree = h.degree;
     sp.gainedBytes = fresh[node];
-    sp.bytesPerStep = static_cast<double>(h.growth) / steps;
+    // The retained size's growth, but no more than what was born since the first point: a
+    // holder that did not dominate its list yet at the first point (a stale pointer on a stack
+    // shared it) would otherwise count the old part as growth.
+    sp.bytesPerStep =
+        static_cast<double>(std::min<uint64_t>(static_cast<uint64_t>(h.growth), fresh[node])) /
+        steps;
     // Entries: the links of a chain, else the children born since the first point.
     std::vector<uint32_t> entries;
     if (chain) {

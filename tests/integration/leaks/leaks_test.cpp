@@ -259,3 +259,66 @@ TEST_CASE("corpus precision and recall", "[leaks][corpus]") {
   CHECK(found == planted);
 }
 #endif
+
+// The growth rule on its own: every step rises (or all but one, not the last, from 3 steps on),
+// ends higher, and never loses in one step more than an average step gains.
+using leaks::Trend;
+
+TEST_CASE("growth rule: leaks, plateaus, pools, cleared lists", "[leaks][rule]") {
+  CHECK(leaks::classify({10, 20, 30, 40, 50}).grows);
+  CHECK(leaks::classify({10, 20, 30, 40, 50}).perStep == 10);
+  CHECK(leaks::classify({10, 20, 20, 40, 50}).grows);        // one flat step
+  CHECK(leaks::classify({10, 20, 18, 40, 50}).grows);        // a small dip
+  CHECK_FALSE(leaks::classify({10, 20, 30, 40, 40}).grows);  // flat at the end: filling up
+  Trend plateau = leaks::classify({10, 20, 30, 30, 30, 30});
+  CHECK_FALSE(plateau.grows);
+  CHECK(plateau.why.find("flat from point 3") != std::string::npos);
+  CHECK(leaks::classify({7, 7, 7, 7}).why.find("the same at every point") != std::string::npos);
+  CHECK(leaks::classify({4, 8, 12, 4, 8, 12}).why.find("cleared") != std::string::npos);
+  CHECK(leaks::classify({4, 8, 4}).why.find("cleared") != std::string::npos);
+  CHECK(leaks::classify({1, 2, 3}).grows);
+  CHECK_FALSE(leaks::classify({1, 2, 2}).grows);  // 2 steps: both must rise
+}
+
+// The verb: tables, --explain, --dot, --json, and bad input answered with exit code 2.
+TEST_CASE("heapman leaks: outputs and bad input", "[leaks][cli]") {
+  std::string log = recorded(cCorpus()[0]), out;
+  std::string heapman = std::string("'") + LEAKS_HEAPMAN + "' leaks '" + log + "' ";
+  std::string dotDir = dir().path + "/dots", json = dir().path + "/leaks.json";
+  REQUIRE(sh(heapman + "--explain --dot '" + dotDir + "' --json '" + json + "'", out) == 0);
+  REQUIRE(sh(heapman + "--explain", out) == 0);
+  INFO(out);
+  CHECK(out.find("suspect 1: static g_history (leaks_static_list") != std::string::npos);
+  CHECK(out.find("== dropped ==") != std::string::npos);
+  CHECK(out.find("site load_tile (leaks_static_list)") != std::string::npos);
+  CHECK(out.find("points:    level_end#1 (gc:") != std::string::npos);
+  CHECK(std::filesystem::exists(dotDir + "/suspect-1.dot"));
+  std::string text;
+  REQUIRE(sh("cat '" + json + "'", text) == 0);
+  CHECK(text.find("\"suspects\"") != std::string::npos);
+  CHECK(text.find("remember_level") != std::string::npos);
+  if (std::string(LEAKS_DOT).size()) {
+    REQUIRE(sh("'" + std::string(LEAKS_DOT) + "' -Tsvg '" + dotDir + "/suspect-1.dot' -o /dev/null",
+               text) == 0);
+  }
+  CHECK(sh(heapman + "--at-each boss", out) == 2);
+  CHECK(out.find("unknown event 'boss'") != std::string::npos);
+  CHECK(sh(heapman + "--gcs 1,x", out) == 2);
+  CHECK(out.find("--gcs takes GC numbers") != std::string::npos);
+  CHECK(sh(heapman + "--gcs 1,2 --at-each level_end", out) == 2);
+  CHECK(sh(heapman + "--min-points 10", out) == 2);
+  CHECK(out.find("no custom event repeats 10 times and the log has 6 dumped") != std::string::npos);
+  CHECK(sh(heapman + "--at-each level_end --min-points 10", out) == 2);
+  CHECK(out.find("only 6 points ('level_end') where --min-points is 10") != std::string::npos);
+  CHECK(sh(heapman + "--min-points 1", out) == 2);
+  CHECK(sh(heapman + "--gcs 9999", out) == 2);
+  // Points without dumps: step 1 only, and the report says how to record the rest.
+  std::string plain = dir().path + "/plain.hml";
+  REQUIRE(sh(std::string("'") + LEAKS_HEAPREC + "' run -o '" + plain + "' -- '" +
+                 cProgram("static_list") + "' >/dev/null",
+             out) == 0);
+  REQUIRE(sh(std::string("'") + LEAKS_HEAPMAN + "' leaks '" + plain + "'", out) == 0);
+  CHECK(out.find("0 of the 6 points have a RAM dump: record with heaprec run --ram-dumps "
+                 "event:level_end") != std::string::npos);
+  CHECK(out.find("remember_level") != std::string::npos);  // a growing site
+}
