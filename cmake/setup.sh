@@ -64,6 +64,11 @@ case "$mode" in
     "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
     "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
     "$bin"/heapman info out/native_game.hml --json >out/native_game-info.json
+    # Leak suspects of both games: what grows at every level_end, the container where it
+    # collects, the static that holds it, and its root path (Graphviz).
+    "$bin"/heapman leaks out/gc_game.hml --top 3 --dot out/gc_game-leaks
+    "$bin"/heapman leaks out/mono_game.hml --top 3 --dot out/mono_game-leaks \
+      --json out/mono_game-leaks.json
     echo
     echo "outputs in out/:"
     echo "  gc_game.hml              the log of the bdwgc sample game (heapman gc_game.hml: a shell on it)"
@@ -73,6 +78,7 @@ case "$mode" in
     echo "  mono_game.hml, mono_game-blame.csv, mono_game-diff.csv   the C# sample on mono-boehm"
     echo "  mono_game-enemy-paths.dot/.svg/.gexf   what holds its enemies after level 3 (Graphviz, Gephi)"
     echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
+    echo "  gc_game-leaks/, mono_game-leaks/   the leak suspects' root paths (suspect-N.dot)"
     ;;
   test)
     cmake/deps.sh test
