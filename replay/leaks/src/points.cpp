@@ -34,10 +34,10 @@ Trend classify(const std::vector<uint64_t>& series) {
   }
   int64_t net = static_cast<int64_t>(series.back()) - static_cast<int64_t>(series.front());
   t.perStep = net / static_cast<int64_t>(t.steps);
-  // All steps rise, or all but one when there are 3 steps or more; then the last one must rise
-  // (a cache that stops growing at the end is filling up, not leaking).
+  // All steps rise, or all but one when there are 3 steps or more (two points may show the
+  // same state: a program that collects just before the event is dumped at the next
+  // repetition's collection, and its last two points can be one state).
   size_t need = t.steps <= 2 ? t.steps : t.steps - 1;
-  bool lastRises = series.back() > series[series.size() - 2];
   uint64_t avgRise = t.rises ? gain / t.rises : 0;
   if (t.rises == 0) {
     t.why = maxFall ? "only shrinks" : "the same at every point (reused, or of a fixed size)";
@@ -47,7 +47,7 @@ Trend classify(const std::vector<uint64_t>& series) {
   } else if (maxFall > avgRise) {
     t.why = "lost " + std::to_string(maxFall) + " at step " + std::to_string(fallAt) +
             ", more than a step gains on average (" + std::to_string(avgRise) + "): cleared";
-  } else if (t.rises < need || !lastRises) {
+  } else if (t.rises < need) {
     size_t flatFrom = series.size() - 1;
     while (flatFrom > 0 && series[flatFrom] <= series[flatFrom - 1]) --flatFrom;
     t.why = "grew at " + std::to_string(t.rises) + " of " + std::to_string(t.steps) + " steps";

@@ -62,13 +62,30 @@ const std::vector<StaticNames::Symbol>& StaticNames::symbols(size_t i) {
   return out;
 }
 
-std::string StaticNames::name(uint64_t address) {
-  for (size_t i = 0; i < modules_.size(); ++i) {
+int StaticNames::moduleAt(uint64_t address) const {
+  // The last module loaded there (a library loaded where an unloaded one was takes its place).
+  for (size_t i = modules_.size(); i-- > 0;) {
     const log::ModuleLoad& m = modules_[i];
-    bool covers = false;
     for (const log::ModuleSegment& s : m.segments)
-      covers = covers || (address >= m.base + s.vaddr && address < m.base + s.vaddr + s.memSize);
-    if (!covers) continue;
+      if (address >= m.base + s.vaddr && address < m.base + s.vaddr + s.memSize)
+        return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string StaticNames::moduleFile(uint64_t address) const {
+  int i = moduleAt(address);
+  if (i < 0) return "";
+  const std::string& path = modules_[static_cast<size_t>(i)].path;
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string StaticNames::name(uint64_t address) {
+  int mi = moduleAt(address);
+  if (mi >= 0) {
+    size_t i = static_cast<size_t>(mi);
+    const log::ModuleLoad& m = modules_[i];
     uint64_t off = address - m.base;
     const std::vector<Symbol>& syms = symbols(i);
     auto it = std::upper_bound(syms.begin(), syms.end(), off,

@@ -20,6 +20,8 @@ class StaticNames {
   explicit StaticNames(const std::vector<log::ModuleLoad>& modules) : modules_(modules) {}
   // "g_history", "g_score_changed+0x8", or "" when no data symbol covers the address.
   std::string name(uint64_t address);
+  // The file name (no directory) of the module whose segments cover the address, or "".
+  std::string moduleFile(uint64_t address) const;
 
  private:
   struct Symbol {
@@ -27,6 +29,7 @@ class StaticNames {
     std::string name;
   };
   const std::vector<Symbol>& symbols(size_t module);
+  int moduleAt(uint64_t address) const;  // index into modules_, or -1
   const std::vector<log::ModuleLoad>& modules_;
   std::map<size_t, std::vector<Symbol>> loaded_;
 };

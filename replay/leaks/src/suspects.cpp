@@ -104,6 +104,35 @@ struct Namer {
   }
 };
 
+// Dominators of the graph without its transient references. Strong roots: root ranges other
+// than thread stacks and the static data of the runtime's own modules (those the leaf-exclusion
+// list names: libgc, libc, Mono...), and uncollectable objects. An edge from a node no strong
+// root reaches to one a strong root reaches is dropped: a stale word on a stack, or in the
+// collector's own tables, pointing into a static list would otherwise make the super-root the
+// list's dominator at that point, and the static's retained size would dip for no reason.
+// Objects only transient roots reach keep their edges (they still get a dominator).
+graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint8_t>& strongRoot) {
+  const uint32_t n = g.nodeCount();
+  std::vector<uint8_t> steady(n, 0);  // reached from a strong root
+  std::vector<uint32_t> queue;
+  for (uint32_t t : g.out(0))
+    if ((g.isRoot(t) && strongRoot[t]) || g.isObject(t))
+      if (!steady[t]) steady[t] = 1, queue.push_back(t);
+  for (size_t i = 0; i < queue.size(); ++i)
+    for (uint32_t t : g.out(queue[i]))
+      if (!steady[t]) steady[t] = 1, queue.push_back(t);
+  std::vector<uint32_t> offsets(n + 1, 0), targets;
+  targets.reserve(g.targets().size());
+  for (uint32_t u = 0; u < n; ++u) {
+    for (uint32_t t : g.out(u))
+      if (u == 0 || steady[u] || !steady[t]) targets.push_back(t);
+    offsets[u + 1] = static_cast<uint32_t>(targets.size());
+  }
+  std::vector<uint64_t> sizes(n, 0);
+  for (uint32_t v = g.firstObject(); v < n; ++v) sizes[v] = g.size(v);
+  return graph::dominators(offsets, targets, 0, sizes);
+}
+
 }  // namespace
 
 void growingContainers(graph::GraphSession& s, replay::Attribution& a,
@@ -129,9 +158,20 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   std::vector<Slot> slots;
   std::vector<uint64_t> birthLast;  // per node at the last point
 
+  graph::DominatorTree domLast;
   for (size_t j = 0; j < k; ++j) {
     const HeapGraph& g = s.at(dumped[j]->limit);
-    const graph::DominatorTree& dom = s.dominatorTree();
+    std::vector<uint8_t> strong(g.rootCount() + 1, 0);
+    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
+      const graph::RootNode& rn = g.root(root);
+      strong[root] = !stackRoot(rn.source);
+      if (rn.source == log::RootSource::kStaticData) {
+        replay::NamedFrame f;
+        f.module = statics.moduleFile(g.address(root));
+        strong[root] = f.module.empty() || !a.exclusions().excluded(f);
+      }
+    }
+    graph::DominatorTree dom = steadyDominators(g, strong);
     r.seek(dumped[j]->limit);
     const replay::LiveSet& live = r.live();
     const uint32_t first = g.firstObject(), n = g.nodeCount();
@@ -168,7 +208,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         per.degree[i * k + j] = g.out(v).size();
       }
     for (uint32_t root = 1; root <= g.rootCount(); ++root) {
-      if (stackRoot(g.root(root).source)) continue;
+      if (!strong[root]) continue;  // stacks, the runtime's own statics
       graph::forEachPointer(g, root, [&](uint64_t off, uint64_t, uint32_t target) {
         uint64_t key = g.address(root) + off;
         auto [it, added] = slotIndex.emplace(key, slots.size());
@@ -192,12 +232,13 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     if (j + 1 == k) {
       birthLast.assign(n, 0);
       for (uint32_t v = first; v < n; ++v) birthLast[v] = birthOf(v);
+      domLast = std::move(dom);
     }
   }
 
   // The last point: dominator children, preorder, bytes born since the first point per subtree.
   const HeapGraph& g = s.graph();
-  const graph::DominatorTree& dom = s.dominatorTree();
+  const graph::DominatorTree& dom = domLast;
   const uint32_t n = g.nodeCount();
   std::vector<uint32_t> childStart(n + 1, 0), children;
   for (uint32_t v = 1; v < n; ++v)
@@ -312,7 +353,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
 
   std::vector<Suspect> found;
   std::map<uint32_t, size_t> byContainer;
-  const double steps = static_cast<double>(k - 1);
+  // Repetitions between the first and the last dumped point (a point without a dump between
+  // them is still a repetition).
+  const double steps = static_cast<double>(dumped.back() - dumped.front());
   for (auto& [node, h] : growing) {
     if (explainedBy.count(node)) continue;
     // Accumulation point: down to the child holding 80% of the bytes born since the first point.
