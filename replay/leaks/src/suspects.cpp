@@ -443,6 +443,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         if (best == kNoNode || !g.isObject(best)) break;
         std::string ty = name.type(best);
         if (ty.find(">c__") == std::string::npos) {
+          // An untyped object (C: "(gc)") is told by where it was made.
+          if (ty.rfind('(', 0) == 0 && !name.function(best).empty())
+            ty += " from " + name.function(best);
           ++mains[ty];
           break;
         }
@@ -486,7 +489,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           if (x.second.depth != y.second.depth) return x.second.depth > y.second.depth;
           return x.second.bytes < y.second.bytes;
         });
-        if (kt->first != sp.keptMain) sp.keptType = kt->first;
+        if (sp.keptMain.rfind(kt->first, 0) != 0) sp.keptType = kt->first;
         sp.keptCount = (kt->second.objects + entries.size() / 2) / entries.size();
       }
     }

@@ -97,7 +97,8 @@ struct Suspect {
   std::string entryType, entrySite, entryLocation;
   uint64_t entryKeeps = 0;         // average bytes an entry keeps alive (itself included)
   std::string keptMain;            // the object an entry mostly keeps (its biggest dominated
-                                   // child; through compiler-made closure classes), or ""
+                                   // child; through compiler-made closure classes), or "";
+                                   // untyped: "(gc) from make_level"
   std::string keptType;            // the type an entry keeps most objects of, besides itself
   uint64_t keptCount = 0;          // objects of it per entry (rounded)
   std::vector<graph::PathStep> path;  // root first, container last
