@@ -160,7 +160,8 @@ std::vector<Program> cCorpus() {
       {"level_cache", {cProgram("level_cache")}, {{"^static g_assets .*cache_new", "^cache_put"}}, {"log_message"}},
       {"closure",
        {cProgram("closure")},
-       {{"^static g_deferred .*deferred_grow", "^defer_level_stats"}},
+       {{"^static g_deferred .*deferred_grow", "^defer_level_stats"},
+        {"^static g_names .*remember_name", "^remember_name"}},
        {"log_level"}},
   };
 }
@@ -175,7 +176,8 @@ std::vector<Program> csCorpus() {
        {"LoadTile", "Dictionary<System\\.Int32, ?System\\.Byte\\[\\]>"}},
       {"EventHandler",
        {"mono-boehm", exe("EventHandler")},
-       {{"System\\.Delegate\\[\\]|System\\.Action", "EventHandler:Subscribe"}},
+       {{"System\\.Delegate\\[\\]|System\\.Action", "EventHandler:Subscribe"},
+        {"Dictionary<System\\.String, ?Corpus\\.Level>", "EventHandler:Index"}},
        {"Corpus\\.Bullet", "Stack<"}},
       {"LevelCache",
        {"mono-boehm", exe("LevelCache")},

@@ -1,5 +1,6 @@
 /* Leak: deferred callbacks, each a closure capturing its level, queued and never run
  * (closure capturing a level).
+ * Leak: a static list of every level's name (static list), smaller than the first.
  * Not a leak: a list of recent levels' logs grown at each level and cleared every third. */
 #include "corpus.h"
 
@@ -19,7 +20,21 @@ struct LogEntry {
 static struct LogEntry* g_recent;
 static int g_recent_count;
 
+struct Name {
+  struct Name* next;
+  char* text; /* GC_malloc_atomic, 256 bytes */
+};
+static struct Name* g_names;
+
 static int level_stats(struct Closure* c) { return c->level->score; }
+
+__attribute__((noinline)) static void remember_name(int n) {
+  struct Name* e = (struct Name*)GC_malloc(sizeof(struct Name));
+  e->text = (char*)GC_malloc_atomic(256);
+  snprintf(e->text, 256, "level %d", n);
+  e->next = g_names;
+  g_names = e;
+}
 
 __attribute__((noinline)) static void deferred_grow(struct Deferred* d) {
   size_t cap = d->capacity ? 2 * d->capacity : 2;
@@ -57,6 +72,7 @@ int main(int argc, char** argv) {
     heapman_event("level_start");
     struct Level* l = make_level(n);
     defer_level_stats(l);
+    remember_name(n);
     log_level(n);
     sum += play_frames(l);
     end_level();
