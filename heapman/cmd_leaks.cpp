@@ -49,6 +49,12 @@ std::string series(const std::vector<uint64_t>& v) {
   return s;
 }
 
+std::string steps(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : " | ") + x;
+  return s;
+}
+
 std::string fixed1(double v) {
   char b[32];
   std::snprintf(b, sizeof b, std::fabs(v - std::round(v)) < 0.05 ? "%.0f" : "%.1f", v);
@@ -88,14 +94,16 @@ int run(Session& s, const po::variables_map& vm) {
   Table sus{"suspects",
             {{"rank", true}, {"holder"}, {"holder type"}, {"container"}, {"container site"},
              {"bytes per step", true}, {"entries per step"}, {"entry type"}, {"entry site"},
-             {"entry keeps", true}, {"retained at points"}, {"sentence"}},
+             {"entry keeps", true}, {"retained at points"}, {"entry sites by step"},
+             {"sentence"}},
             {}};
   for (size_t i = 0; i < res.suspects.size(); ++i) {
     const leaks::Suspect& sp = res.suspects[i];
     sus.add({num(i + 1), sp.holder, sp.holderType,
              sp.containerType + " at " + graph::hexAddress(sp.containerAddress), sp.containerSite,
              num(static_cast<uint64_t>(sp.bytesPerStep)), fixed1(sp.entriesPerStep), sp.entryType,
-             sp.entrySite, num(sp.entryKeeps), series(sp.retained), sp.sentence});
+             sp.entrySite, num(sp.entryKeeps), series(sp.retained), steps(sp.stepSites),
+             sp.sentence});
   }
   Table path{"paths",
              {{"suspect", true}, {"step", true}, {"node"}, {"type"}, {"field", true},

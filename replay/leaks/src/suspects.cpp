@@ -415,9 +415,37 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       std::sort(entries.begin(), entries.end());
       entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
     }
+    // Which function added the entries of each step (born between two dumped points).
+    for (size_t j = 1; j < k; ++j) {
+      std::map<std::string, size_t> bySite;
+      for (uint32_t e : entries)
+        if (birthLast[e] >= dumped[j - 1]->limit && birthLast[e] < dumped[j]->limit)
+          ++bySite[name.function(e)];
+      std::string text;
+      for (const auto& [site, count] : bySite)
+        text += (text.empty() ? "" : ", ") + site + " x" + std::to_string(count);
+      sp.stepSites.push_back(text.empty() ? "-" : text);
+    }
+    // The entries proper: those of the commonest kind (type and allocating function; of as
+    // many, the one retaining more): a dictionary's array also points to its keys.
+    std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> kinds;
+    for (uint32_t e : entries) {
+      auto& kd = kinds[{name.type(e), name.function(e)}];
+      ++kd.first;
+      kd.second += dom.retained[e];
+    }
+    if (!kinds.empty()) {
+      auto top = std::max_element(kinds.begin(), kinds.end(), [](const auto& x, const auto& y) {
+        return x.second < y.second;  // (count, retained bytes)
+      });
+      sp.entryType = top->first.first;
+      sp.entrySite = top->first.second;
+      std::erase_if(entries, [&](uint32_t e) {
+        return name.type(e) != sp.entryType || name.function(e) != sp.entrySite;
+      });
+    }
     sp.entries = entries.size();
     sp.entriesPerStep = static_cast<double>(entries.size()) / steps;
-    std::map<std::pair<std::string, std::string>, size_t> kinds;  // (type, site) -> entries
     struct Kept {
       uint64_t bytes = 0, objects = 0;
       uint32_t depth = UINT32_MAX;  // the shallowest one's in the dominator tree
@@ -425,7 +453,6 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     std::map<std::string, Kept> kept;
     uint64_t keeps = 0;
     std::map<std::string, uint64_t> mains;  // the biggest dominated child's type -> entries
-    for (uint32_t e : entries) ++kinds[{name.type(e), name.function(e)}];
     std::sort(entries.begin(), entries.end(),
               [&](uint32_t x, uint32_t y) { return preIndex[x] < preIndex[y]; });
     for (size_t ei = 0; ei < entries.size(); ++ei) {
@@ -469,10 +496,6 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       }
     }
     if (!entries.empty()) {
-      auto top = std::max_element(kinds.begin(), kinds.end(),
-                                  [](const auto& x, const auto& y) { return x.second < y.second; });
-      sp.entryType = top->first.first;
-      sp.entrySite = top->first.second;
       for (uint32_t e : entries)
         if (name.type(e) == sp.entryType && name.function(e) == sp.entrySite) {
           if (const replay::Site* site = name.site(e)) sp.entryLocation = site->location;

@@ -12,8 +12,10 @@
 //      repetition.
 //   2. Growing containers (points with RAM dumps): the holders that exist at every dumped
 //      point — objects with the same address and birth (Boehm never moves objects), and the
-//      words of static roots — whose retained size (dominator tree) or out-degree grows by the
-//      same rule. A holder whose growth is mostly (80%) that of a growing holder it dominates is
+//      words of static roots — whose retained size or out-degree grows by the same rule. The
+//      retained sizes come from a dominator tree without transient references (thread stacks,
+//      the runtime's own static data), which would otherwise share a static's list at some
+//      points and make its size dip. A holder whose growth is mostly (80%) that of a growing holder it dominates is
 //      dropped in favour of that one.
 //   3. Accumulation point: from the holder, down the dominator tree of the last point, to the
 //      child that holds at least 80% of the bytes born since the first point, while there is
@@ -95,6 +97,9 @@ struct Suspect {
   double bytesPerStep = 0, entriesPerStep = 0;
   uint64_t entries = 0;            // entries born since the first point
   std::string entryType, entrySite, entryLocation;
+  // Per step between dumped points: the functions that allocated the entries born in it, with
+  // counts ("Game.Level:.ctor x1"; "-" for none).
+  std::vector<std::string> stepSites;
   uint64_t entryKeeps = 0;         // average bytes an entry keeps alive (itself included)
   std::string keptMain;            // the object an entry mostly keeps (its biggest dominated
                                    // child; through compiler-made closure classes), or "";
