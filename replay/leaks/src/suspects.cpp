@@ -142,6 +142,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   for (const LeakPoint& p : points)
     if (p.dumped) dumped.push_back(&p);
   out.dumpedPoints = dumped.size();
+  if (s.replay().tables().gcs.empty()) {
+    out.graphNote = "the log has no collections: growing containers and their root paths need "
+                    "a collector's RAM dumps (bdwgc, Mono: heaprec run --ram-dumps event:NAME)";
+    return;
+  }
   if (dumped.size() < std::max<size_t>(req.minPoints, 2)) {
     out.graphNote = std::to_string(dumped.size()) + " of the " + std::to_string(points.size()) +
                     " points have a RAM dump: record with heaprec run --ram-dumps " +
@@ -363,13 +368,15 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     bool chain = false;
     for (;;) {
       uint32_t best = kNoNode;
-      for (uint32_t c = childStart[cur]; c < childStart[cur + 1]; ++c)
-        if (best == kNoNode || fresh[children[c]] > fresh[best]) best = children[c];
-      if (best == kNoNode || fresh[best] == 0 || fresh[best] * 5 < fresh[cur] * 4) break;
-      if (name.sameKind(best, cur)) {
-        chain = true;
-        break;
+      for (uint32_t c = childStart[cur]; c < childStart[cur + 1]; ++c) {
+        uint32_t v = children[c];
+        if (fresh[v] && name.sameKind(v, cur)) chain = true;  // the next link of a list
+        if (best == kNoNode || fresh[v] > fresh[best]) best = v;
       }
+      // A list's first link is the container, however its growth splits between the next link
+      // and what the link holds (with few points, about half and half).
+      if (chain) break;
+      if (best == kNoNode || fresh[best] == 0 || fresh[best] * 5 < fresh[cur] * 4) break;
       cur = best;
     }
     Suspect sp;

@@ -19,7 +19,8 @@
 //      dropped in favour of that one.
 //   3. Accumulation point: from the holder, down the dominator tree of the last point, to the
 //      child that holds at least 80% of the bytes born since the first point, while there is
-//      one; a chain of links of one type and site stops at its first link. Its children born
+//      one; a chain of links of one type and site stops at its first link (a node with a
+//      child of its own kind that holds new bytes). Its children born
 //      since the first point are the entries (for a chain: the links).
 //   4. A sentence per suspect naming the holder, the container, the entries gained per
 //      repetition, what an entry keeps alive and the site that allocates entries; the root path
