@@ -298,8 +298,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   };
   std::unordered_map<uint32_t, Holder> growing;
   struct Miss {
-    uint64_t step;
-    NearMiss m;
+    uint64_t step;  // the largest gain between two points: how near misses are ranked
+    uint32_t node;  // named only if listed
+    std::string slot, why;
   };
   std::vector<Miss> misses;
   auto bestStep = [](const std::vector<uint64_t>& v) {
@@ -309,10 +310,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     return b;
   };
   auto consider = [&](uint32_t node, std::vector<uint64_t> ret, std::vector<uint64_t> deg,
-                      const std::string& slot, const std::string& what) {
+                      const std::string& slot) {
     Trend tr = classify(ret), td = deg.empty() ? Trend{} : classify(deg);
     if (!tr.grows && !td.grows) {
-      if (uint64_t b = bestStep(ret); b > 0) misses.push_back({b, {what, "retained size " + tr.why}});
+      if (uint64_t b = bestStep(ret); b > 0)
+        misses.push_back({b, node, slot, "retained size " + tr.why});
       return;
     }
     int64_t growth = tr.grows ? static_cast<int64_t>(ret.back()) - static_cast<int64_t>(ret.front())
@@ -334,14 +336,13 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     uint32_t v = per.node[i];
     std::vector<uint64_t> ret(per.retained.begin() + i * k, per.retained.begin() + (i + 1) * k);
     std::vector<uint64_t> deg(per.degree.begin() + i * k, per.degree.begin() + (i + 1) * k);
-    consider(v, std::move(ret), std::move(deg), "",
-             name.type(v) + " at " + hex(per.address[i]) + " (" + name.function(v) + ")");
+    consider(v, std::move(ret), std::move(deg), "");
   }
   for (const Slot& sl : slots) {
     if (sl.node == kNoNode) continue;
     std::string where = sl.symbol.empty() ? sl.label + " +" + hex(sl.offset)
                                           : "static " + sl.symbol + " (" + sl.module + ")";
-    consider(sl.node, sl.retained, {}, where, where + " -> " + name.type(sl.node));
+    consider(sl.node, sl.retained, {}, where);
   }
 
   // A holder is dropped when a growing holder it dominates has most (80%) of its growth.
@@ -524,10 +525,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       }
     }
     if (entries.empty()) {
-      misses.push_back({static_cast<uint64_t>(h.growth),
-                        {sp.holder + " (" + sp.containerType + ")",
-                         "its retained size grows, but it gains no object born since the "
-                         "first point (what it holds grew in place)"}});
+      misses.push_back({static_cast<uint64_t>(h.growth), node, h.slot,
+                        "its retained size grows, but it gains no object born since the first "
+                        "point (what it holds grew in place)"});
       continue;
     }
     auto dup = byContainer.find(cur);
@@ -593,8 +593,13 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   out.suspects = std::move(found);
   std::stable_sort(misses.begin(), misses.end(),
                    [](const Miss& x, const Miss& y) { return x.step > y.step; });
-  for (size_t i = 0; i < misses.size() && i < std::max<size_t>(req.top, 5); ++i)
-    out.nearMisses.push_back({"holder " + misses[i].m.what, misses[i].m.why});
+  for (size_t i = 0; i < misses.size() && i < std::max<size_t>(req.top, 5); ++i) {
+    const Miss& m = misses[i];
+    std::string what = m.slot.empty() ? name.type(m.node) + " at " + hex(g.address(m.node)) +
+                                            " (" + name.function(m.node) + ")"
+                                      : m.slot + " -> " + name.type(m.node);
+    out.nearMisses.push_back({"holder " + what, m.why});
+  }
 }
 
 }  // namespace heapman::leaks
