@@ -81,6 +81,9 @@ RootNode describeRoot(const replay::Replay& r, const DumpSegment& s,
       break;
     }
     case log::RootSource::kRegistered: n.label = "GC_add_roots range"; break;
+    // the recorder's copy of what they pushed: its address says nothing
+    case log::RootSource::kMarkProcedure: n.label = "pushed by mark procedures"; break;
+    case log::RootSource::kPushedRange: n.label = "range pushed by the program"; break;
     default: {
       n.label = log::rootSourceName(n.source);
       for (const log::ModuleLoad& m : r.tables().modules) {

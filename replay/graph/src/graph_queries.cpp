@@ -22,36 +22,31 @@ std::regex compile(const std::string& text, const char* option) {
 
 }  // namespace
 
+std::optional<DumpedPoint> dumpedGcAt(replay::Replay& r, DumpStore& store, uint64_t limit) {
+  for (uint32_t n : store.dumpedGcs()) {
+    const replay::GcRecord* g = r.tables().gc(n);
+    if (g && g->ended && g->endSeq + 1 == limit) return DumpedPoint{n, limit};
+  }
+  // A point just before a dumped collection (a custom event recorded with --ram-dumps
+  // event:NAME, whose dump is the next collection's): that collection's graph, the first
+  // collection to end after the point. Never a later one.
+  const replay::GcRecord* next = nullptr;
+  for (const replay::GcRecord& g : r.tables().gcs)
+    if (g.ended && g.endSeq + 1 > limit && (!next || g.endSeq < next->endSeq)) next = &g;
+  if (next && store.has(next->number)) return DumpedPoint{next->number, next->endSeq + 1};
+  return std::nullopt;
+}
+
 const HeapGraph& GraphSession::at(uint64_t limit) {
-  uint32_t gc = 0;
-  bool found = false;
-  for (uint32_t n : store_.dumpedGcs()) {
-    const replay::GcRecord* g = r_.tables().gc(n);
-    if (g && g->ended && g->endSeq + 1 == limit) {
-      gc = n;
-      found = true;
-      break;
-    }
-  }
-  if (!found) {
-    // A point just before a dumped collection (a custom event recorded with --ram-dumps
-    // event:NAME, whose dump is the next collection's): that collection's graph, the first
-    // collection to end after the point. Never a later one.
-    const replay::GcRecord* next = nullptr;
-    for (const replay::GcRecord& g : r_.tables().gcs)
-      if (g.ended && g.endSeq + 1 > limit && (!next || g.endSeq < next->endSeq)) next = &g;
-    if (next && store_.has(next->number)) {
-      gc = next->number;
-      found = true;
-      limit = next->endSeq + 1;
-    }
-  }
-  if (!found)
+  std::optional<DumpedPoint> p = dumpedGcAt(r_, store_, limit);
+  if (!p)
     throw GraphError(r_.describe(limit) + " has no RAM dump: the heap graph exists only just after "
                      "a dumped collection (--at gc:N); dumps in this log: " +
                      store_.describeDumped() +
                      ". Record with `heaprec run --ram-dumps every` (or every:N, or event:NAME "
                      "for the collection after a custom event)");
+  uint32_t gc = p->gc;
+  limit = p->limit;
   if (!graph_ || graph_->gc() != gc) {
     graph_.reset();
     dom_.reset();

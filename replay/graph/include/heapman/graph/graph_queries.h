@@ -49,6 +49,14 @@ class GraphSession {
   std::optional<DominatorTree> dom_;
 };
 
+// The dumped GC that a resolved point names, by at()'s rule (just after it, or the first
+// collection to end after the point), and the point just after that GC; nothing when none does.
+struct DumpedPoint {
+  uint32_t gc = 0;
+  uint64_t limit = 0;
+};
+std::optional<DumpedPoint> dumpedGcAt(replay::Replay& r, DumpStore& store, uint64_t limit);
+
 // The GraphSession of a Replay, kept for the life of the process (the shell's verbs share it).
 // Precondition: the Replay outlives its use here.
 GraphSession& graphSessionFor(replay::Replay& r);
