@@ -75,6 +75,11 @@ case "$mode" in
       -o out/native_game-map.png
     "$bin"/heapman video out/native_game.hml --every frame:2 --color function \
       -o out/native_game-heap.mp4
+    # Leak suspects of both games: what grows at every level_end, the container where it
+    # collects, the static that holds it, and its root path (Graphviz).
+    "$bin"/heapman leaks out/gc_game.hml --top 3 --dot out/gc_game-leaks
+    "$bin"/heapman leaks out/mono_game.hml --top 3 --dot out/mono_game-leaks \
+      --json out/mono_game-leaks.json
     echo
     echo "outputs in out/:"
     echo "  gc_game.hml              the log of the bdwgc sample game (heapman gc_game.hml: a shell on it)"
@@ -86,6 +91,7 @@ case "$mode" in
     echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
     echo "  gc_game-map.png, mono_game-map.png, native_game-map.png   each game's heap at a level end"
     echo "  gc_game-heap.mp4, mono_game-heap.mp4, native_game-heap.mp4 (+ .vtt)   its heap over the run"
+    echo "  gc_game-leaks/, mono_game-leaks/   the leak suspects' root paths (suspect-N.dot)"
     ;;
   test)
     cmake/deps.sh test

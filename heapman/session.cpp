@@ -20,14 +20,15 @@ extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb
 extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
     kPathsVerb, kGraphVerb;  // heap graph
 extern const ReplayVerb kMapVerb, kVideoVerb;  // heap-map pictures and videos
+extern const ReplayVerb kLeaksVerb;  // leak suspects
 
 const std::vector<ReplayVerb>& replayVerbs() {
   static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
                                          kGcsVerb,    kEventsVerb, kAllocsVerb,
                                          kTypesVerb,  kCompareVerb, kStacksVerb,
                                          kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
-                                         kPathsVerb, kGraphVerb,
-                                         kMapVerb, kVideoVerb};
+                                         kPathsVerb, kGraphVerb,  kLeaksVerb,
+                                         kMapVerb,   kVideoVerb};
   return v;
 }
 

@@ -1,0 +1,175 @@
+// heapman leaks LOG [--at-each EVENT | --gcs N,M,...] [--min-points 3] [--top N] [--csv F]
+// [--json F] [--dot DIR] [--explain]: what grows every time the program comes back to the same
+// state (replay/leaks/include/heapman/leaks/leaks.h): growing sites and types, and with RAM dumps
+// the growing containers, where their growth collects, their root path and a sentence each.
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "heapman/leaks/leaks.h"
+#include "session.h"
+
+namespace heapman::cli {
+
+namespace {
+
+void options(po::options_description& o, po::positional_options_description&) {
+  o.add_options()("at-each", po::value<std::string>(),
+                  "compare the heap at each occurrence of this custom event")(
+      "gcs", po::value<std::string>(), "compare the heap after these GCs (N,M,...)")(
+      "min-points", po::value<size_t>()->default_value(3), "fewest points to compare")(
+      "dot", po::value<std::string>(), "write each suspect's root path as DIR/suspect-N.dot")(
+      "explain", "say why each near miss (grew, but not at every point) was dropped");
+  addQueryOptions(o);
+}
+
+std::vector<uint32_t> parseGcs(const std::string& text) {
+  std::vector<uint32_t> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    unsigned long v = 0;
+    try {
+      v = std::stoul(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v > UINT32_MAX)
+      throw UsageError("--gcs takes GC numbers separated by commas (--gcs 4,8,12), not '" + text +
+                       "'");
+    out.push_back(static_cast<uint32_t>(v));
+  }
+  return out;
+}
+
+std::string series(const std::vector<uint64_t>& v) {
+  std::string s;
+  for (uint64_t x : v) s += (s.empty() ? "" : " ") + num(x);
+  return s;
+}
+
+std::string steps(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : " | ") + x;
+  return s;
+}
+
+std::string fixed1(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, std::fabs(v - std::round(v)) < 0.05 ? "%.0f" : "%.1f", v);
+  return b;
+}
+
+int run(Session& s, const po::variables_map& vm) {
+  leaks::LeaksRequest req;
+  if (vm.count("at-each") && vm.count("gcs"))
+    throw UsageError("give --at-each EVENT or --gcs N,M,..., not both");
+  if (vm.count("at-each")) req.atEach = vm["at-each"].as<std::string>();
+  if (vm.count("gcs")) req.gcs = parseGcs(vm["gcs"].as<std::string>());
+  req.minPoints = vm["min-points"].as<size_t>();
+  if (req.minPoints < 2) throw UsageError("--min-points must be at least 2");
+  req.top = vm.count("top") ? topOf(vm) : 10;
+  replay::Exclusions ex = exclusionsOf(vm);
+  replay::Attribution a(s.replay->tables(), *s.namer, ex);
+  leaks::LeaksResult res = leaks::findLeaks(*s.replay, a, req);
+
+  Report r;
+  r.query = "leaks";
+  std::string pts;
+  for (const leaks::LeakPoint& p : res.points)
+    pts += (pts.empty() ? "" : ", ") + p.name + (p.gc && p.name.rfind("gc:", 0) != 0
+                                                    ? " (gc:" + std::to_string(p.gc) + ")"
+                                                    : std::string());
+  r.meta = {{"log", s.path},
+            {"points", pts},
+            {"chosen as", res.chosenBecause},
+            {"dumped points", num(res.dumpedPoints)}};
+  if (!res.graphNote.empty()) r.meta.push_back({"note", res.graphNote});
+  r.meta.push_back({"suspects", num(res.suspects.size())});
+  for (size_t i = 0; i < res.suspects.size(); ++i)
+    r.meta.push_back({"suspect " + num(i + 1), res.suspects[i].sentence});
+  r.warnings = res.warnings;
+
+  Table sus{"suspects",
+            {{"rank", true}, {"holder"}, {"holder type"}, {"container"}, {"container site"},
+             {"bytes per step", true}, {"entries per step"}, {"entry type"}, {"entry site"},
+             {"entry keeps", true}, {"retained at points"}, {"entry sites by step"},
+             {"sentence"}},
+            {}};
+  for (size_t i = 0; i < res.suspects.size(); ++i) {
+    const leaks::Suspect& sp = res.suspects[i];
+    sus.add({num(i + 1), sp.holder, sp.holderType,
+             sp.containerType + " at " + graph::hexAddress(sp.containerAddress), sp.containerSite,
+             num(static_cast<uint64_t>(sp.bytesPerStep)), fixed1(sp.entriesPerStep), sp.entryType,
+             sp.entrySite, num(sp.entryKeeps), series(sp.retained), steps(sp.stepSites),
+             sp.sentence});
+  }
+  Table path{"paths",
+             {{"suspect", true}, {"step", true}, {"node"}, {"type"}, {"field", true},
+              {"size", true}, {"retained", true}, {"function"}},
+             {}};
+  for (size_t i = 0; i < res.suspects.size(); ++i)
+    for (size_t j = 0; j < res.suspects[i].path.size(); ++j) {
+      const graph::PathStep& st = res.suspects[i].path[j];
+      bool object = st.node.kind == "object";
+      path.add({num(i + 1), num(j), object ? graph::hexAddress(st.node.address) : st.node.type,
+                object ? st.node.type : st.node.heap, st.offset < 0 ? "" : "+" + num(st.offset),
+                num(st.node.size), num(st.node.retained), st.node.function});
+    }
+  auto growth = [](const char* name, const std::vector<leaks::GrowthRow>& rows, bool site) {
+    Table t{name, {}, {}};
+    t.columns = {{site ? "function" : "type"}};
+    if (site) t.columns.push_back({"module"});
+    for (const char* c : {"bytes per step", "rises"}) t.columns.push_back({c, true});
+    t.columns.push_back({"bytes at points"});
+    t.columns.push_back({"objects at points"});
+    for (const leaks::GrowthRow& row : rows) {
+      std::vector<std::string> cells{row.name};
+      if (site) cells.push_back(row.module);
+      cells.push_back(snum(row.trend.perStep));
+      cells.push_back(num(row.trend.rises) + "/" + num(row.trend.steps));
+      cells.push_back(series(row.bytes));
+      cells.push_back(series(row.objects));
+      t.add(std::move(cells));
+    }
+    return t;
+  };
+  r.tables.push_back(std::move(sus));
+  r.tables.push_back(growth("sites", res.sites, true));
+  r.tables.push_back(growth("types", res.types, false));
+  r.tables.push_back(std::move(path));
+  Table points{"points",
+               {{"point"}, {"gc", true}, {"dumped"}, {"live objects", true}, {"live bytes", true}},
+               {}};
+  for (const leaks::LeakPoint& p : res.points)
+    points.add({p.name, num(p.gc), p.dumped ? "yes" : "no", num(p.liveObjects), num(p.liveBytes)});
+  r.tables.push_back(std::move(points));
+  if (vm.count("explain")) {
+    Table miss{"dropped", {{"near miss"}, {"why dropped"}}, {}};
+    for (const leaks::NearMiss& m : res.nearMisses) miss.add({m.what, m.why});
+    r.tables.push_back(std::move(miss));
+  }
+  if (vm.count("dot")) {
+    std::filesystem::path dir = vm["dot"].as<std::string>();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw OutputError("writing " + dir.string() + " failed: " + ec.message());
+    for (size_t i = 0; i < res.suspects.size(); ++i) {
+      std::ostringstream out;
+      graph::writeDot(out, res.suspects[i].picture);
+      writeOutput((dir / ("suspect-" + std::to_string(i + 1) + ".dot")).string(), out.str());
+    }
+  }
+  emit(r, outputOptions(vm));
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const ReplayVerb kLeaksVerb{
+    "leaks", "[--at-each EVENT | --gcs N,M,...] [--min-points 3] [--top N] [--dot DIR] [--explain]",
+    "leak suspects: what grows at every repetition of a state, and the path that holds it",
+    options, run};
+
+}  // namespace heapman::cli

@@ -1,0 +1,605 @@
+// Steps 2-4: the holders that grow at every dumped point (persistent objects, words of static
+// roots), the accumulation point under each, its entries, root path and sentence.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "heapman/graph/paths.h"
+#include "heapman/leaks/leaks.h"
+#include "heapman/replay/queries.h"
+#include "static_names.h"
+
+namespace heapman::leaks {
+
+namespace {
+
+using graph::HeapGraph;
+using graph::kNoNode;
+
+// Objects present at the first dumped point, kept while they are present (same address, same
+// birth) at every later one: columns, in address order.
+struct Persistent {
+  std::vector<uint64_t> address, birth;
+  std::vector<uint32_t> node;  // at the current point; kNoNode once gone
+  std::vector<uint64_t> retained;  // [i * k + j]
+  std::vector<uint64_t> degree;
+};
+
+// A pointer-holding word of a static root range, keyed by its address.
+struct Slot {
+  std::string label;  // "static data of prog", "Mono statics"
+  std::string symbol;  // the static variable ("g_history", "g_registry+0x8"), or ""
+  std::string module;  // the root's label ("prog data")
+  uint64_t rootAddress = 0, offset = 0;
+  std::vector<uint64_t> retained;  // of the object it points to, at each point (0: none)
+  uint32_t node = kNoNode;         // its target at the last point
+};
+
+bool stackRoot(log::RootSource s) {
+  return s == log::RootSource::kThreadStack || s == log::RootSource::kMonoStack;
+}
+
+std::string rootKindText(const graph::RootNode& root) {
+  switch (root.source) {
+    case log::RootSource::kStaticData: return "static data of " + root.label;
+    case log::RootSource::kMonoStatic: return "static field (" + root.label + ")";
+    case log::RootSource::kMonoThreadStatic: return "thread-static field (" + root.label + ")";
+    case log::RootSource::kRegistered: return "registered root " + root.label;
+    default: return std::string(log::rootSourceName(root.source)) + " " + root.label;
+  }
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+  return b;
+}
+
+std::string sizeText(uint64_t b) {
+  char buf[32];
+  if (b >= 10 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.0f MiB", b / 1048576.0);
+  else if (b >= 10 * 1024)
+    std::snprintf(buf, sizeof buf, "%.0f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+std::string countText(double v) {
+  char buf[32];
+  if (std::fabs(v - std::round(v)) < 0.05)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// Names of objects: type and site through the attribution (stacks prepared beforehand).
+struct Namer {
+  const HeapGraph& g;
+  replay::Replay& r;
+  replay::Attribution& a;
+  uint32_t info(uint32_t n) const { return g.isObject(n) ? g.objectInfo(n) : 0; }
+  std::string type(uint32_t n) const {
+    uint32_t i = info(n);
+    return i ? replay::typeLabel(r.tables(), r.info(i - 1)) : "(untracked)";
+  }
+  const replay::Site* site(uint32_t n) const {
+    uint32_t i = info(n);
+    return i ? &a.site(a.siteOf(r.info(i - 1).stackId)) : nullptr;
+  }
+  std::string function(uint32_t n) const {
+    const replay::Site* s = site(n);
+    return s ? s->function : "";
+  }
+  // One type and one allocating site: a link of the same chain.
+  bool sameKind(uint32_t x, uint32_t y) const {
+    uint32_t i = info(x), j = info(y);
+    if (!i || !j) return false;
+    const replay::AllocInfo &p = r.info(i - 1), &q = r.info(j - 1);
+    return p.typeId == q.typeId && p.heap == q.heap &&
+           a.siteOf(p.stackId) == a.siteOf(q.stackId);
+  }
+};
+
+// Dominators of the graph without its transient references. Strong roots: root ranges other
+// than thread stacks and the static data of the runtime's own modules (those the leaf-exclusion
+// list names: libgc, libc, Mono...), and uncollectable objects. An edge from a node no strong
+// root reaches to one a strong root reaches is dropped: a stale word on a stack, or in the
+// collector's own tables, pointing into a static list would otherwise make the super-root the
+// list's dominator at that point, and the static's retained size would dip for no reason.
+// Objects only transient roots reach keep their edges (they still get a dominator).
+graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint8_t>& strongRoot) {
+  const uint32_t n = g.nodeCount();
+  std::vector<uint8_t> steady(n, 0);  // reached from a strong root
+  std::vector<uint32_t> queue;
+  for (uint32_t t : g.out(0))
+    if ((g.isRoot(t) && strongRoot[t]) || g.isObject(t))
+      if (!steady[t]) steady[t] = 1, queue.push_back(t);
+  for (size_t i = 0; i < queue.size(); ++i)
+    for (uint32_t t : g.out(queue[i]))
+      if (!steady[t]) steady[t] = 1, queue.push_back(t);
+  std::vector<uint32_t> offsets(n + 1, 0), targets;
+  targets.reserve(g.targets().size());
+  for (uint32_t u = 0; u < n; ++u) {
+    for (uint32_t t : g.out(u))
+      if (u == 0 || steady[u] || !steady[t]) targets.push_back(t);
+    offsets[u + 1] = static_cast<uint32_t>(targets.size());
+  }
+  std::vector<uint64_t> sizes(n, 0);
+  for (uint32_t v = g.firstObject(); v < n; ++v) sizes[v] = g.size(v);
+  return graph::dominators(offsets, targets, 0, sizes);
+}
+
+}  // namespace
+
+void growingContainers(graph::GraphSession& s, replay::Attribution& a,
+                       const std::vector<LeakPoint>& points, const LeaksRequest& req,
+                       LeaksResult& out) {
+  std::vector<const LeakPoint*> dumped;
+  for (const LeakPoint& p : points)
+    if (p.dumped) dumped.push_back(&p);
+  out.dumpedPoints = dumped.size();
+  if (s.replay().tables().gcs.empty()) {
+    out.graphNote = "the log has no collections: growing containers and their root paths need "
+                    "a collector's RAM dumps (bdwgc, Mono: heaprec run --ram-dumps event:NAME)";
+    return;
+  }
+  if (dumped.size() < std::max<size_t>(req.minPoints, 2)) {
+    out.graphNote = std::to_string(dumped.size()) + " of the " + std::to_string(points.size()) +
+                    " points have a RAM dump: record with heaprec run --ram-dumps " +
+                    (out.event.empty() ? std::string("every") : "event:" + out.event) +
+                    " for the growing containers and their root paths";
+    return;
+  }
+  replay::Replay& r = s.replay();
+  const size_t k = dumped.size();
+  const uint64_t firstLimit = dumped[0]->eventLimit;  // born from here on: new
+  Persistent per;
+  StaticNames statics(r.tables().modules);
+  std::unordered_map<uint64_t, size_t> slotIndex;
+  std::vector<Slot> slots;
+  std::vector<uint64_t> birthLast;  // per node at the last point
+
+  graph::DominatorTree domLast;
+  for (size_t j = 0; j < k; ++j) {
+    const HeapGraph& g = s.at(dumped[j]->limit);
+    std::vector<uint8_t> strong(g.rootCount() + 1, 0);
+    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
+      const graph::RootNode& rn = g.root(root);
+      strong[root] = !stackRoot(rn.source);
+      if (rn.source == log::RootSource::kStaticData) {
+        replay::NamedFrame f;
+        f.module = statics.moduleFile(g.address(root));
+        strong[root] = f.module.empty() || !a.exclusions().excluded(f);
+      }
+    }
+    graph::DominatorTree dom = steadyDominators(g, strong);
+    r.seek(dumped[j]->limit);
+    const replay::LiveSet& live = r.live();
+    const uint32_t first = g.firstObject(), n = g.nodeCount();
+    auto birthOf = [&](uint32_t v) -> uint64_t {
+      if (!g.objectInfo(v)) return 0;
+      auto lo = live.find(g.address(v));
+      return lo ? lo->birthSeq() : 0;
+    };
+    if (j == 0) {
+      for (uint32_t v = first; v < n; ++v) {
+        if (!g.objectInfo(v)) continue;  // untracked: no birth to match
+        per.address.push_back(g.address(v));
+        per.birth.push_back(birthOf(v));
+        per.node.push_back(v);
+      }
+      per.retained.assign(per.address.size() * k, 0);
+      per.degree.assign(per.address.size() * k, 0);
+    } else {
+      // One merge of the holders (address order) with this graph's objects (address order).
+      uint32_t v = first;
+      for (size_t i = 0; i < per.address.size(); ++i) {
+        if (per.node[i] == kNoNode) continue;
+        while (v < n && g.address(v) < per.address[i]) ++v;
+        if (v < n && g.address(v) == per.address[i] && g.objectInfo(v) &&
+            birthOf(v) == per.birth[i])
+          per.node[i] = v;
+        else
+          per.node[i] = kNoNode;
+      }
+    }
+    for (size_t i = 0; i < per.address.size(); ++i)
+      if (uint32_t v = per.node[i]; v != kNoNode) {
+        per.retained[i * k + j] = dom.retained[v];
+        per.degree[i * k + j] = g.out(v).size();
+      }
+    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
+      if (!strong[root]) continue;  // stacks, the runtime's own statics
+      graph::forEachPointer(g, root, [&](uint64_t off, uint64_t, uint32_t target) {
+        uint64_t key = g.address(root) + off;
+        auto [it, added] = slotIndex.emplace(key, slots.size());
+        if (added) {
+          Slot sl;
+          sl.label = rootKindText(g.root(root));
+          sl.rootAddress = g.address(root);
+          sl.offset = off;
+          if (g.root(root).source == log::RootSource::kStaticData) {
+            sl.symbol = statics.name(key);
+            sl.module = g.root(root).label;
+          }
+          sl.retained.assign(k, 0);
+          slots.push_back(std::move(sl));
+        }
+        Slot& sl = slots[it->second];
+        sl.retained[j] = dom.retained[target];
+        if (j + 1 == k) sl.node = target;
+      });
+    }
+    if (j + 1 == k) {
+      birthLast.assign(n, 0);
+      for (uint32_t v = first; v < n; ++v) birthLast[v] = birthOf(v);
+      domLast = std::move(dom);
+    }
+  }
+
+  // The last point: dominator children, preorder, bytes born since the first point per subtree.
+  const HeapGraph& g = s.graph();
+  const graph::DominatorTree& dom = domLast;
+  const uint32_t n = g.nodeCount();
+  std::vector<uint32_t> childStart(n + 1, 0), children;
+  for (uint32_t v = 1; v < n; ++v)
+    if (dom.idom[v] != UINT32_MAX && dom.idom[v] != v) ++childStart[dom.idom[v] + 1];
+  for (uint32_t v = 0; v < n; ++v) childStart[v + 1] += childStart[v];
+  children.resize(childStart[n]);
+  {
+    std::vector<uint32_t> fill(childStart.begin(), childStart.end() - 1);
+    for (uint32_t v = 1; v < n; ++v)
+      if (dom.idom[v] != UINT32_MAX && dom.idom[v] != v) children[fill[dom.idom[v]]++] = v;
+  }
+  std::vector<uint32_t> pre;  // preorder from the super-root
+  pre.reserve(n);
+  {
+    std::vector<uint32_t> stack{0};
+    while (!stack.empty()) {
+      uint32_t v = stack.back();
+      stack.pop_back();
+      pre.push_back(v);
+      for (uint32_t c = childStart[v]; c < childStart[v + 1]; ++c) stack.push_back(children[c]);
+    }
+  }
+  std::vector<uint64_t> fresh(n, 0);  // bytes born since the first point, per dominator subtree
+  std::vector<uint32_t> subtree(n, 1), preIndex(n, UINT32_MAX), depth(n, 0);
+  for (uint32_t i = 0; i < pre.size(); ++i) {
+    preIndex[pre[i]] = i;
+    if (i) depth[pre[i]] = depth[dom.idom[pre[i]]] + 1;
+  }
+  for (uint32_t v = g.firstObject(); v < n; ++v)
+    if (birthLast[v] >= firstLimit) fresh[v] = g.size(v);
+  for (size_t i = pre.size(); i-- > 1;) {
+    uint32_t v = pre[i], p = dom.idom[v];
+    fresh[p] += fresh[v];
+    subtree[p] += subtree[v];
+  }
+
+  // Growing holders, by their node at the last point.
+  std::vector<uint32_t> infos;
+  for (uint32_t v = g.firstObject(); v < n; ++v)
+    if (g.objectInfo(v)) infos.push_back(g.objectInfo(v) - 1);
+  std::sort(infos.begin(), infos.end());
+  infos.erase(std::unique(infos.begin(), infos.end()), infos.end());
+  a.prepareInfos(infos);
+  Namer name{g, r, a};
+
+  struct Holder {
+    uint32_t node = kNoNode;
+    int64_t growth = 0;  // bytes over the points
+    Trend trend;
+    std::vector<uint64_t> retained, degree;
+    std::string slot;  // the static word that holds it, when it was found that way
+  };
+  std::unordered_map<uint32_t, Holder> growing;
+  struct Miss {
+    uint64_t step;  // the largest gain between two points: how near misses are ranked
+    uint32_t node;  // named only if listed
+    std::string slot, why;
+  };
+  std::vector<Miss> misses;
+  auto bestStep = [](const std::vector<uint64_t>& v) {
+    uint64_t b = 0;
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i] > v[i - 1]) b = std::max(b, v[i] - v[i - 1]);
+    return b;
+  };
+  auto consider = [&](uint32_t node, std::vector<uint64_t> ret, std::vector<uint64_t> deg,
+                      const std::string& slot) {
+    Trend tr = classify(ret), td = deg.empty() ? Trend{} : classify(deg);
+    if (!tr.grows && !td.grows) {
+      if (uint64_t b = bestStep(ret); b > 0)
+        misses.push_back({b, node, slot, "retained size " + tr.why});
+      return;
+    }
+    int64_t growth = tr.grows ? static_cast<int64_t>(ret.back()) - static_cast<int64_t>(ret.front())
+                              : static_cast<int64_t>(fresh[node]);
+    if (growth <= 0) return;
+    Holder& h = growing[node];
+    if (h.node == kNoNode || growth > h.growth || (!slot.empty() && h.slot.empty())) {
+      std::string keepSlot = h.slot;
+      h.node = node;
+      h.growth = std::max(growth, h.growth);
+      h.trend = tr.grows ? tr : td;
+      h.retained = std::move(ret);
+      if (!deg.empty()) h.degree = std::move(deg);
+      h.slot = slot.empty() ? keepSlot : slot;
+    }
+  };
+  for (size_t i = 0; i < per.address.size(); ++i) {
+    if (per.node[i] == kNoNode) continue;
+    uint32_t v = per.node[i];
+    std::vector<uint64_t> ret(per.retained.begin() + i * k, per.retained.begin() + (i + 1) * k);
+    std::vector<uint64_t> deg(per.degree.begin() + i * k, per.degree.begin() + (i + 1) * k);
+    consider(v, std::move(ret), std::move(deg), "");
+  }
+  for (const Slot& sl : slots) {
+    if (sl.node == kNoNode) continue;
+    std::string where = sl.symbol.empty() ? sl.label + " +" + hex(sl.offset)
+                                          : "static " + sl.symbol + " (" + sl.module + ")";
+    consider(sl.node, sl.retained, {}, where);
+  }
+
+  // A holder is dropped when a growing holder it dominates has most (80%) of its growth.
+  std::vector<uint32_t> nearest(n, kNoNode);  // nearest growing proper ancestor
+  std::unordered_map<uint32_t, uint32_t> explainedBy;
+  for (size_t i = 1; i < pre.size(); ++i) {
+    uint32_t v = pre[i], p = dom.idom[v];
+    nearest[v] = growing.count(p) ? p : nearest[p];
+    if (growing.count(v) && nearest[v] != kNoNode) {
+      const Holder& up = growing[nearest[v]];
+      if (growing[v].growth * 5 >= up.growth * 4) explainedBy[nearest[v]] = v;
+    }
+  }
+
+  std::vector<Suspect> found;
+  std::map<uint32_t, size_t> byContainer;
+  // Repetitions between the first and the last dumped point (a point without a dump between
+  // them is still a repetition).
+  const double steps = static_cast<double>(dumped.back() - dumped.front());
+  for (auto& [node, h] : growing) {
+    if (explainedBy.count(node)) continue;
+    // Accumulation point: down to the child holding 80% of the bytes born since the first point.
+    uint32_t cur = node;
+    bool chain = false;
+    for (;;) {
+      uint32_t best = kNoNode;
+      for (uint32_t c = childStart[cur]; c < childStart[cur + 1]; ++c) {
+        uint32_t v = children[c];
+        if (fresh[v] && name.sameKind(v, cur)) chain = true;  // the next link of a list
+        if (best == kNoNode || fresh[v] > fresh[best]) best = v;
+      }
+      // A list's first link is the container, however its growth splits between the next link
+      // and what the link holds (with few points, about half and half).
+      if (chain) break;
+      if (best == kNoNode || fresh[best] == 0 || fresh[best] * 5 < fresh[cur] * 4) break;
+      cur = best;
+    }
+    Suspect sp;
+    sp.holderKind = h.slot.empty() ? "object" : "static";
+    sp.holderType = name.type(node);
+    sp.holderSite = name.function(node);
+    sp.holderAddress = g.address(node);
+    sp.holder = h.slot.empty() ? sp.holderType + " at " + hex(sp.holderAddress) : h.slot;
+    sp.containerType = name.type(cur);
+    sp.containerSite = name.function(cur);
+    sp.containerAddress = g.address(cur);
+    sp.chain = chain;
+    sp.retained = h.retained;
+    sp.degree = h.degree;
+    sp.gainedBytes = fresh[node];
+    // The retained size's growth, but no more than what was born since the first point: a
+    // holder that did not dominate its list yet at the first point (a stale pointer on a stack
+    // shared it) would otherwise count the old part as growth.
+    sp.bytesPerStep =
+        static_cast<double>(std::min<uint64_t>(static_cast<uint64_t>(h.growth), fresh[node])) /
+        steps;
+    // Entries: the links of a chain, else the children born since the first point.
+    std::vector<uint32_t> entries;
+    if (chain) {
+      // The links: along the pointers to objects of the same kind (a link held from elsewhere
+      // too is not dominated by the one before it, but still in the list).
+      std::unordered_map<uint32_t, bool> seen;
+      for (uint32_t v = cur; v != kNoNode;) {
+        seen[v] = true;
+        if (birthLast[v] >= firstLimit) entries.push_back(v);
+        uint32_t next = kNoNode;
+        for (uint32_t t : g.out(v))
+          if (!seen.count(t) && name.sameKind(t, v)) {
+            next = t;
+            break;
+          }
+        v = next;
+      }
+    } else {
+      // What it points to, born since the first point (a shared entry is still an entry).
+      for (uint32_t v : g.out(cur))
+        if (g.isObject(v) && birthLast[v] >= firstLimit) entries.push_back(v);
+      std::sort(entries.begin(), entries.end());
+      entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+    }
+    // Which function added the entries of each step (born between two dumped points).
+    for (size_t j = 1; j < k; ++j) {
+      std::map<std::string, size_t> bySite;
+      for (uint32_t e : entries)
+        if (birthLast[e] >= dumped[j - 1]->limit && birthLast[e] < dumped[j]->limit)
+          ++bySite[name.function(e)];
+      std::string text;
+      for (const auto& [site, count] : bySite)
+        text += (text.empty() ? "" : ", ") + site + " x" + std::to_string(count);
+      sp.stepSites.push_back(text.empty() ? "-" : text);
+    }
+    // The entries proper: those of the commonest kind (type and allocating function; of as
+    // many, the one retaining more): a dictionary's array also points to its keys.
+    std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> kinds;
+    for (uint32_t e : entries) {
+      auto& kd = kinds[{name.type(e), name.function(e)}];
+      ++kd.first;
+      kd.second += dom.retained[e];
+    }
+    if (!kinds.empty()) {
+      auto top = std::max_element(kinds.begin(), kinds.end(), [](const auto& x, const auto& y) {
+        return x.second < y.second;  // (count, retained bytes)
+      });
+      sp.entryType = top->first.first;
+      sp.entrySite = top->first.second;
+      std::erase_if(entries, [&](uint32_t e) {
+        return name.type(e) != sp.entryType || name.function(e) != sp.entrySite;
+      });
+    }
+    sp.entries = entries.size();
+    sp.entriesPerStep = static_cast<double>(entries.size()) / steps;
+    struct Kept {
+      uint64_t bytes = 0, objects = 0;
+      uint32_t depth = UINT32_MAX;  // the shallowest one's in the dominator tree
+    };
+    std::map<std::string, Kept> kept;
+    uint64_t keeps = 0;
+    std::map<std::string, uint64_t> mains;  // the biggest dominated child's type -> entries
+    std::sort(entries.begin(), entries.end(),
+              [&](uint32_t x, uint32_t y) { return preIndex[x] < preIndex[y]; });
+    for (size_t ei = 0; ei < entries.size(); ++ei) {
+      uint32_t e = entries[ei];
+      if (preIndex[e] == UINT32_MAX) continue;  // no root reaches it
+      // What it mainly keeps: its dominated child retaining most, through closure classes the
+      // compiler made (Foo.<Bar>c__AnonStorey0, <>c__DisplayClass) to what they captured.
+      for (uint32_t m = e, guard = 0; guard < 8; ++guard) {
+        uint32_t best = kNoNode;
+        for (uint32_t c = childStart[m]; c < childStart[m + 1]; ++c) {
+          uint32_t v = children[c];
+          if (chain && name.sameKind(v, e)) continue;  // the next link is not what it keeps
+          if (best == kNoNode || dom.retained[v] > dom.retained[best]) best = v;
+        }
+        if (best == kNoNode || !g.isObject(best)) break;
+        std::string ty = name.type(best);
+        if (ty.find(">c__") == std::string::npos) {
+          // An untyped object (C: "(gc)") is told by where it was made.
+          if (ty.rfind('(', 0) == 0 && !name.function(best).empty())
+            ty += " from " + name.function(best);
+          ++mains[ty];
+          break;
+        }
+        m = best;
+      }
+      // A link's own part: its subtree up to the next link (entries are in preorder).
+      uint32_t end = preIndex[e] + subtree[e];
+      for (uint32_t i = preIndex[e]; i < end; ++i) {
+        uint32_t v = pre[i];
+        if (chain && v != e && name.sameKind(v, e)) {
+          i += subtree[v] - 1;  // the next link's subtree is its own
+          continue;
+        }
+        keeps += g.size(v);
+        if (v != e && g.isObject(v)) {
+          Kept& kk = kept[name.type(v)];
+          kk.bytes += g.size(v);
+          ++kk.objects;
+          kk.depth = std::min(kk.depth, depth[v]);
+        }
+      }
+    }
+    if (!entries.empty()) {
+      for (uint32_t e : entries)
+        if (name.type(e) == sp.entryType && name.function(e) == sp.entrySite) {
+          if (const replay::Site* site = name.site(e)) sp.entryLocation = site->location;
+          break;
+        }
+      sp.entryKeeps = keeps / entries.size();
+      for (const auto& [ty, count] : mains)
+        if (count * 2 > entries.size()) sp.keptMain = ty;
+      if (!kept.empty()) {
+        // What an entry keeps most of: the most objects; of as many, the type nearer the entry
+        // (enemies rather than their names), then the more bytes.
+        auto kt = std::max_element(kept.begin(), kept.end(), [](const auto& x, const auto& y) {
+          if (x.second.objects != y.second.objects) return x.second.objects < y.second.objects;
+          if (x.second.depth != y.second.depth) return x.second.depth > y.second.depth;
+          return x.second.bytes < y.second.bytes;
+        });
+        if (sp.keptMain.rfind(kt->first, 0) != 0) sp.keptType = kt->first;
+        sp.keptCount = (kt->second.objects + entries.size() / 2) / entries.size();
+      }
+    }
+    if (entries.empty()) {
+      misses.push_back({static_cast<uint64_t>(h.growth), node, h.slot,
+                        "its retained size grows, but it gains no object born since the first "
+                        "point (what it holds grew in place)"});
+      continue;
+    }
+    auto dup = byContainer.find(cur);
+    if (dup != byContainer.end()) {
+      if (found[dup->second].bytesPerStep >= sp.bytesPerStep) continue;
+      found[dup->second] = std::move(sp);
+    } else {
+      byContainer[cur] = found.size();
+      found.push_back(std::move(sp));
+    }
+  }
+  std::stable_sort(found.begin(), found.end(), [](const Suspect& x, const Suspect& y) {
+    return x.bytesPerStep > y.bytesPerStep;
+  });
+  if (req.top && found.size() > req.top) found.resize(req.top);
+
+  // Root paths and sentences.
+  const std::string per1 = out.event.empty() ? std::string("collection") : out.event;
+  for (Suspect& sp : found) {
+    graph::PathsRequest pr;
+    pr.address = sp.containerAddress;
+    pr.maxPaths = 1;
+    pr.maxNodes = req.pathNodes;
+    graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
+    if (!paths.paths.empty()) sp.path = paths.paths.front();
+    sp.picture = std::move(paths.picture);
+    sp.picture.title = "leak suspect: " + sp.containerType + " at " + hex(sp.containerAddress);
+    std::string text = sp.holder;
+    std::string container = (sp.chain ? "a linked list of " : "") + sp.containerType;
+    if (!sp.containerSite.empty()) container += " (allocated by " + sp.containerSite + ")";
+    if (sp.holderKind == "static") {
+      text += " holds ";
+      if (sp.holderAddress != sp.containerAddress) text += sp.holderType + " -> ";
+      text += container;
+    } else if (sp.holderAddress == sp.containerAddress) {
+      text = sp.containerType + " at " + hex(sp.containerAddress);
+      if (!sp.containerSite.empty()) text += " (allocated by " + sp.containerSite + ")";
+    } else {
+      text += " holds " + container;
+    }
+    double e = sp.entriesPerStep;
+    text += " that gains " + countText(e) + (std::fabs(e - 1) < 0.05 ? " entry" : " entries") +
+            " per " + per1 + " (" + sizeText(static_cast<uint64_t>(sp.bytesPerStep)) + ")";
+    if (!sp.entryType.empty()) {
+      // "each entry (System.Action) keeps a Game.Level and 50 Game.Enemy (12 KiB in all) alive"
+      bool bare = sp.entryType.rfind('(', 0) == 0;  // "(gc)": already in parentheses
+      text += "; each " + std::string(sp.chain ? "link" : "entry") + " " +
+              (bare ? sp.entryType : "(" + sp.entryType + ")") + " keeps ";
+      std::string what = sp.keptMain.empty() ? "" : "a " + sp.keptMain;
+      std::string more = sp.keptType.empty() ? ""
+                                             : std::to_string(sp.keptCount) + " " + sp.keptType;
+      if (!what.empty() && !more.empty())
+        text += what + " and " + more + " (" + sizeText(sp.entryKeeps) + " in all)";
+      else if (!what.empty() || !more.empty())
+        text += what + more + " (" + sizeText(sp.entryKeeps) + ")";
+      else
+        text += sizeText(sp.entryKeeps);
+      text += " alive";
+      if (!sp.entrySite.empty()) text += "; entries added by " + sp.entrySite;
+    }
+    sp.sentence = text;
+  }
+  out.suspects = std::move(found);
+  std::stable_sort(misses.begin(), misses.end(),
+                   [](const Miss& x, const Miss& y) { return x.step > y.step; });
+  for (size_t i = 0; i < misses.size() && i < std::max<size_t>(req.top, 5); ++i) {
+    const Miss& m = misses[i];
+    std::string what = m.slot.empty() ? name.type(m.node) + " at " + hex(g.address(m.node)) +
+                                            " (" + name.function(m.node) + ")"
+                                      : m.slot + " -> " + name.type(m.node);
+    out.nearMisses.push_back({"holder " + what, m.why});
+  }
+}
+
+}  // namespace heapman::leaks
