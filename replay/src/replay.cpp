@@ -3,6 +3,7 @@
 #include "heapman/replay/replay.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <limits>
@@ -703,6 +704,8 @@ Replay::Replay(LogReader reader, ReplayOptions options)
 Replay::~Replay() = default;
 
 void Replay::init() {
+  static std::atomic<uint64_t> serials{0};
+  serial_ = ++serials;
   dict_ = std::make_unique<InfoDict>(tables_.infos);
   for (const ChunkRef& c : reader_.chunks())
     if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);

@@ -92,10 +92,16 @@ const std::vector<uint32_t>& GraphSession::inDegrees() {
 }
 
 GraphSession& graphSessionFor(replay::Replay& r) {
-  static std::unordered_map<const replay::Replay*, std::unique_ptr<GraphSession>> sessions;
-  auto& s = sessions[&r];
-  if (!s) s = std::make_unique<GraphSession>(r);
-  return *s;
+  // The session of the last Replay asked for, by serial: a Replay made where a destroyed one was
+  // must not get that one's dump store, and a destroyed one's graph must not stay in memory.
+  static std::unique_ptr<GraphSession> session;
+  static uint64_t serial = 0;
+  if (!session || serial != r.serial()) {
+    session.reset();
+    session = std::make_unique<GraphSession>(r);
+    serial = r.serial();
+  }
+  return *session;
 }
 
 uint64_t parseAddress(const std::string& text) {

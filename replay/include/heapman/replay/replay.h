@@ -207,6 +207,9 @@ class Replay {
 
   const log::LogReader& reader() const { return reader_; }
   const LogTables& tables() const { return tables_; }
+  // Unique among the Replays of this process, also after one is destroyed (caches keyed by a
+  // Replay take this, not its address, which a later Replay may reuse).
+  uint64_t serial() const { return serial_; }
   const IndexStatus& index() const { return status_; }
   // With ReplayOptions::intactPrefix: the corruption the replay stopped at (chunk and byte
   // offset in the error), else nullopt. The state and tables cover the chunks before it.
@@ -240,6 +243,7 @@ class Replay {
   const Stats& stats() const { return stats_; }
 
  private:
+  uint64_t serial_;
   struct Checkpoint;
   struct Index;
   template <bool kBuild>

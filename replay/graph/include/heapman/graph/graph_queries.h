@@ -59,7 +59,7 @@ struct DumpedPoint {
 };
 std::optional<DumpedPoint> dumpedGcAt(replay::Replay& r, DumpStore& store, uint64_t limit);
 
-// The GraphSession of a Replay, kept for the life of the process (the shell's verbs share it).
+// The GraphSession of a Replay, kept until another Replay asks (the shell's verbs share it).
 // Precondition: the Replay outlives its use here.
 GraphSession& graphSessionFor(replay::Replay& r);
 
