@@ -1,6 +1,7 @@
 // HeapGraph::atGc (heap_graph.h): a dump joined with the replay's live set and the GC's root set.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <unordered_map>
 #include <type_traits>
 
@@ -18,6 +19,9 @@ struct RecordFacts {
   size_t prefix = 0;                         // chunks [0, prefix) are all decoded
   std::unordered_map<uint32_t, std::vector<log::RootEntry>> rootSets;  // by GC number
   std::unordered_map<uint32_t, ObjectLayout> layouts;                   // by type id
+  // What the runtime called each root range it registered (Mono's "static fields of ..."), by
+  // address: the first (address, size, label) seen; bdwgc's GC_add_roots ranges have none.
+  std::map<uint64_t, std::pair<uint64_t, std::string>> rangeLabels;
   std::vector<uint8_t> buffer;
 };
 
@@ -42,6 +46,9 @@ void decodeOnce(const replay::Replay& r, RecordFacts& f, size_t i) {
     if constexpr (std::is_same_v<T, log::RootSet>) {
       auto& v = f.rootSets[rec.gcNumber];
       v.insert(v.end(), rec.roots.begin(), rec.roots.end());
+    } else if constexpr (std::is_same_v<T, log::RootRange>) {
+      if (rec.added && !rec.label.empty())
+        f.rangeLabels.try_emplace(rec.address, rec.size, rec.label);
     } else if constexpr (std::is_same_v<T, log::TypeDef>) {
       if (rec.layout != log::TypeLayout::kUnknown)
         f.layouts[rec.id] = {rec.layout, rec.refOffsets, rec.elementSize, rec.dataOffset};
@@ -85,7 +92,7 @@ std::string baseName(const std::string& path) {
   return s == std::string::npos ? path : path.substr(s + 1);
 }
 
-RootNode describeRoot(const replay::Replay& r, const DumpSegment& s,
+RootNode describeRoot(const replay::Replay& r, const RecordFacts& f, const DumpSegment& s,
                       const std::vector<log::RootEntry>& set) {
   RootNode n;
   n.source = s.kind == log::SegmentKind::kThreadStack ? log::RootSource::kThreadStack
@@ -114,6 +121,12 @@ RootNode describeRoot(const replay::Replay& r, const DumpSegment& s,
     case log::RootSource::kPushedRange: n.label = "range pushed by the program"; break;
     default: {
       n.label = log::rootSourceName(n.source);
+      // The runtime's own name for the range, where it gave one.
+      auto it = f.rangeLabels.upper_bound(s.address);
+      if (it != f.rangeLabels.begin() && s.address < std::prev(it)->first + std::prev(it)->second.first) {
+        n.label = std::prev(it)->second.second;
+        break;
+      }
       for (const log::ModuleLoad& m : r.tables().modules) {
         bool in = s.address >= m.base && s.address < m.base + m.size;
         for (const log::ModuleSegment& seg : m.segments)
@@ -205,7 +218,7 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
   const std::vector<log::RootEntry>& set = rootSetOf(r, facts, gc);
   std::vector<RootNode> roots;
   roots.reserve(d.roots.size());
-  for (const DumpSegment& s : d.roots) roots.push_back(describeRoot(r, s, set));
+  for (const DumpSegment& s : d.roots) roots.push_back(describeRoot(r, facts, s, set));
   opt.interiorPointers = interiorPointers(r.reader().header());
   auto g = std::make_unique<HeapGraph>(std::move(d), std::move(info), std::move(flags),
                                        std::move(roots), std::move(opt));
