@@ -19,13 +19,15 @@ extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb
     kTypesVerb, kCompareVerb, kStacksVerb;
 extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
     kPathsVerb, kGraphVerb;  // heap graph
+extern const ReplayVerb kReportVerb;  // the HTML report
 
 const std::vector<ReplayVerb>& replayVerbs() {
   static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
                                          kGcsVerb,    kEventsVerb, kAllocsVerb,
                                          kTypesVerb,  kCompareVerb, kStacksVerb,
                                          kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
-                                         kPathsVerb, kGraphVerb};
+                                         kPathsVerb, kGraphVerb,
+                                         kReportVerb};
   return v;
 }
 
