@@ -268,7 +268,7 @@
     const box = el('div', {class: 'chart-box'});
     const tip = el('div', {class: 'tip', hidden: true});
     const W = D.runs.length > 1 ? 660 : 1320, H = 300;
-    const M = {l: 64, r: 14, t: 26, b: 58};
+    const M = {l: 64, r: 14, t: 14, b: 58};
     const pw = W - M.l - M.r, ph = H - M.t - M.b;
     const x0 = run.summary.firstSeq, x1 = Math.max(run.summary.endSeq, x0 + 1);
     const X = (l) => M.l + (l - x0) / (x1 - x0) * pw;
@@ -281,7 +281,12 @@
       const svg = sv('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'timeline', 'data-run': run.index,
         'data-mode': mode, preserveAspectRatio: 'xMidYMid meet'});
       // y grid
-      const step = niceStep(yMax, 5);
+      let step = niceStep(yMax, 5);
+      if (mode === 'bytes' && yMax >= 1024) {  // binary steps: 256 KiB, 1 MiB, ...
+        let unit = 1024;
+        while (yMax / unit >= 1024) unit *= 1024;
+        step = niceStep(yMax / unit, 5) * unit;
+      }
       for (let v = 0; v <= yMax; v += step) {
         svg.append(sv('line', {x1: M.l, x2: W - M.r, y1: Y(v), y2: Y(v), class: 'grid'}));
         svg.append(sv('text', {x: M.l - 6, y: Y(v) + 4, class: 'axis y', text:
@@ -338,10 +343,19 @@
         svg.append(sv('line', {x1: X(e[2]), x2: X(e[2]), y1: M.t, y2: M.t + ph, class: 'event-mark',
           'data-point': e[0] + '#' + e[1]}));
       }
-      const labelled = run.events.rows.length <= 40;
-      if (labelled) for (const e of run.events.rows) {
-        svg.append(sv('text', {x: X(e[2]) + 2, y: M.t - 4, class: 'event-label',
-          transform: 'rotate(-20 ' + (X(e[2]) + 2) + ' ' + (M.t - 4) + ')', text: e[0] + '#' + e[1]}));
+      // labels of the events, when they fit: horizontal, in rows at the top of the plot
+      if (run.events.rows.length <= 60) {
+        const ends = [];
+        for (const e of run.events.rows) {
+          const x = X(e[2]) + 3, text = e[0] + '#' + e[1], w = text.length * 5.6;
+          let row = 0;
+          while (row < ends.length && ends[row] > x) ++row;
+          if (row > 3) continue;
+          ends[row] = x + w + 4;
+          const y = M.t + 22 + row * 12;
+          svg.append(sv('rect', {x: x - 1, y: y - 9, width: w + 2, height: 11, class: 'event-label-bg'}));
+          svg.append(sv('text', {x: x, y: y, class: 'event-label', text: text}));
+        }
       }
       for (const f of run.frameMarks.rows) {
         svg.append(sv('line', {x1: X(f[1]), x2: X(f[1]), y1: M.t + ph, y2: M.t + ph + 3, class: 'frame-mark',
@@ -590,8 +604,8 @@
       box.append(el('div', {class: 'controls'}, modeSel, el('label', {text: ' at '}), pointSelect(run, 'point', run.notify), find, info));
       const ancestors = [];
       for (let n = focus; n; n = n.parent) ancestors.unshift(n);
-      const depthMax = tree.maxDepth - focus.depth + ancestors.length;
-      const canvas = el('div', {class: 'flame', 'data-mode': run.sel.flame, style: 'height:' + ((depthMax + 1) * ROW) + 'px'});
+      const canvas = el('div', {class: 'flame', 'data-mode': run.sel.flame});
+      let rowsDrawn = 0;
       const tip = el('div', {class: 'tip', hidden: true});
       const cells = [];
       function addCell(n, leftPct, widthPct, row, isAncestor) {
@@ -620,6 +634,7 @@
         widthPct > 2.5 ? n.name : '');
         cells.push(c);
         canvas.append(c);
+        rowsDrawn = Math.max(rowsDrawn, row + 1);
       }
       ancestors.forEach((n, i) => { if (n !== focus) addCell(n, 0, 100, i, true); });
       const minPct = 0.08;
@@ -637,6 +652,7 @@
         for (const c of cells) c.classList.toggle('match', !!search && c.getAttribute('data-name').toLowerCase().includes(search));
       }
       paint();
+      canvas.style.height = (rowsDrawn * ROW + 2) + 'px';
       canvas.append(tip);
       box.append(canvas);
     }
