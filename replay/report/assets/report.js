@@ -347,7 +347,8 @@
       if (run.events.rows.length <= 60) {
         const ends = [];
         for (const e of run.events.rows) {
-          const x = X(e[2]) + 3, text = e[0] + '#' + e[1], w = text.length * 5.6;
+          const text = e[0] + '#' + e[1], w = text.length * 5.8;
+          const x = X(e[2]) + 3 + w > W - M.r ? X(e[2]) - 3 - w : X(e[2]) + 3;
           let row = 0;
           while (row < ends.length && ends[row] > x) ++row;
           if (row > 3) continue;
