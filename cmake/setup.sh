@@ -64,6 +64,11 @@ case "$mode" in
     "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
     "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
     "$bin"/heapman info out/native_game.hml --json >out/native_game-info.json
+    # One HTML page per sample game (live heap over time, blame, growth, churn, flame graphs,
+    # retained sizes): self-contained, open it in a browser.
+    for game in gc_game mono_game native_game; do
+      "$bin"/heapman report out/$game.hml -o out/$game-report.html
+    done
     echo
     echo "outputs in out/:"
     echo "  gc_game.hml              the log of the bdwgc sample game (heapman gc_game.hml: a shell on it)"
@@ -73,6 +78,8 @@ case "$mode" in
     echo "  mono_game.hml, mono_game-blame.csv, mono_game-diff.csv   the C# sample on mono-boehm"
     echo "  mono_game-enemy-paths.dot/.svg/.gexf   what holds its enemies after level 3 (Graphviz, Gephi)"
     echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
+    echo "  gc_game-report.html, mono_game-report.html, native_game-report.html   one HTML page per game"
+    echo "report pages: $(cd out && for g in gc_game mono_game native_game; do printf '%s ' "$PWD/$g-report.html"; done)"
     ;;
   test)
     cmake/deps.sh test

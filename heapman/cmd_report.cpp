@@ -5,6 +5,8 @@
 // the differences. The views are gathered by replay/report (heapman::report).
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "heapman/report/report.h"
 #include "session.h"
@@ -22,6 +24,9 @@ void options(po::options_description& o, po::positional_options_description&) {
       "points", po::value<size_t>()->default_value(24),
       "custom events (else GCs) chosen evenly as points, at most")(
       "samples", po::value<size_t>()->default_value(1200), "samples of the live series")(
+      "section", po::value<std::vector<std::string>>(),
+      "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
+      "shapes: docs/DESIGN.md 3.8)")(
       "exclude", po::value<std::string>(),
       "leaf-exclusion regexes, one a line (replaces the default list)")(
       "exclude-add", po::value<std::vector<std::string>>(),
@@ -39,6 +44,14 @@ int run(Session& s, const po::variables_map& vm) {
   o.seriesSamples = std::max<size_t>(vm["samples"].as<size_t>(), 2);
   for (const std::string& p : o.points) s.replay->resolve(p);  // bad points before the work
   report::Builder b(o);
+  if (vm.count("section"))
+    for (const std::string& file : vm["section"].as<std::vector<std::string>>()) {
+      std::ifstream in(file, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in) throw UsageError("--section " + file + ": cannot read it");
+      b.addSectionJson(std::filesystem::path(file).filename().string(), text.str());
+    }
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
   b.addRun(*s.replay, *s.namer, ex, s.path);
   int rc = kExitOk;
@@ -66,7 +79,7 @@ int run(Session& s, const po::variables_map& vm) {
 }  // namespace
 
 extern const ReplayVerb kReportVerb{
-    "report", "-o report.html [--compare LOG2] [--at POINT]...",
+    "report", "-o report.html [--compare LOG2] [--at POINT]... [--section FILE]...",
     "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs",
     options, run};
 

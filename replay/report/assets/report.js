@@ -4,6 +4,20 @@
 'use strict';
 (function () {
   const D = JSON.parse(document.getElementById('heapman-data').textContent);
+  // Sections passed as files (heapman report --section FILE), each parsed apart.
+  for (const e of document.querySelectorAll('script.heapman-section')) {
+    const source = e.getAttribute('data-source');
+    try {
+      const s = JSON.parse(e.textContent);
+      if (typeof s !== 'object' || s === null || typeof s.kind !== 'string')
+        throw new Error('not an object with a "kind"');
+      D.sections.push({id: String(s.id || 'section-' + D.sections.length), title: String(s.title || source),
+        kind: s.kind, run: typeof s.run === 'number' ? s.run : 0, data: s.data});
+    } catch (err) {
+      D.sections.push({id: 'section-' + D.sections.length, title: source, kind: 'error', run: -1,
+        data: 'this section could not be read: ' + err.message});
+    }
+  }
   const SVGNS = 'http://www.w3.org/2000/svg';
   const HEAP_COLORS = {
     native: '#4e79a7', gc: '#f28e2b', gc_atomic: '#e15759', gc_uncollectable: '#76b7b2',
@@ -664,16 +678,18 @@
 
   // ---- sections of other kinds ---------------------------------------------------------------
   // A renderer draws a section's `data` into `box`. To add a kind, add `renderers.KIND =
-  // function (box, data, run)` here; `run` is the section's run (or null for the whole page).
+  // function (box, data, run, id)` here; `run` is the section's run (or null for the whole
+  // page), `id` the section's.
   const renderers = {
+    error: function (box, message) { box.append(el('p', {class: 'warning', text: String(message)})); },
     // {"columns":[{"name","numeric","bytes","signed"}], "rows":[[...]], "details":[[str...]]?,
     //  "note":"...", "sort":col, "sortAbs":bool}
-    table: function (box, data) {
+    table: function (box, data, run, id) {
       const cols = data.columns.map((c, i) => ({name: c.name, numeric: !!c.numeric, bytes: !!c.bytes,
         signed: !!c.signed || /^\u0394/.test(c.name), abs: !!data.sortAbs && /^\u0394/.test(c.name), get: (r) => r[i]}));
       const rows = data.rows.map((r, i) => Object.assign(r.slice(), {index: i}));
       if (data.note) box.append(el('p', {class: 'note', text: data.note}));
-      box.append(table(cols, rows, {name: data.name || '', sort: data.sort, expand: data.details ? (r) => {
+      box.append(table(cols, rows, {name: id, sort: data.sort, expand: data.details ? (r) => {
         const chain = el('ol', {class: 'chain'});
         for (const step of data.details[r.index] || []) chain.append(el('li', {text: step}));
         return chain;
@@ -796,7 +812,7 @@
       app.append(card('Differences', 'differences', [differences()], 'A and B at their ends'));
       for (const s of extra) {
         const box = el('div');
-        (renderers[s.kind] || unknown(s.kind))(box, s.data, null);
+        (renderers[s.kind] || unknown(s.kind))(box, s.data, null, s.id);
         app.append(card(s.title, s.id, [box]));
       }
     }
@@ -812,10 +828,10 @@
     app.append(card('Churn', 'churn', [perRun(churnView)], 'who makes the garbage, whole log'));
     app.append(card('Flame graph', 'flame', [perRun(flameView)], 'icicle: callers above callees, width = bytes'));
     for (const s of D.sections) {
-      if (s.run < 0) continue;
+      if (s.run < 0 && D.runs.length > 1) continue;  // drawn after the comparison
       const run = D.runs[s.run] || null;
       const box = el('div');
-      (renderers[s.kind] || unknown(s.kind))(box, s.data, run);
+      (renderers[s.kind] || unknown(s.kind))(box, s.data, run, s.id);
       app.append(card(s.title + (D.runs.length > 1 && run ? ' \u2014 ' + run.tag + ': ' + run.log : ''), s.id, [box]));
     }
     const pageBytes = document.documentElement.outerHTML.length;

@@ -457,16 +457,40 @@ std::string Builder::json() const {
 }
 
 std::string Builder::html() const {
-  std::string page = pageTemplate();
-  auto put = [&](const std::string& mark, const std::string& text) {
-    size_t at = page.find(mark);
-    if (at == std::string::npos) throw std::logic_error("report template lacks " + mark);
-    page.replace(at, mark.size(), text);
-  };
-  // The data last: nothing is searched in it.
-  put("@HEAPMAN_STYLE@", pageStyle());
-  put("@HEAPMAN_SCRIPT@", pageScript());
-  put("@HEAPMAN_DATA@", json());
+  std::string sections;
+  for (const auto& [source, text] : rawSections_) {
+    std::string attr;  // the source as an HTML attribute value
+    for (char c : source) {
+      if (c == '&') attr += "&amp;";
+      else if (c == '"') attr += "&quot;";
+      else if (c == '<') attr += "&lt;";
+      else attr += c;
+    }
+    sections += "<script type=\"application/json\" class=\"heapman-section\" data-source=\"" +
+                attr + "\">";
+    // "</" occurs only inside strings in JSON, where "<\/" means the same.
+    for (size_t i = 0; i < text.size(); ++i) {
+      sections += text[i];
+      if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') sections += '\\';
+    }
+    sections += "</script>\n";
+  }
+  const std::pair<std::string, std::string> marks[] = {{"@HEAPMAN_STYLE@", pageStyle()},
+                                                       {"@HEAPMAN_SCRIPT@", pageScript()},
+                                                       {"@HEAPMAN_SECTIONS@", sections},
+                                                       {"@HEAPMAN_DATA@", json()}};
+  // One pass over the template: what is put in is never searched for marks.
+  const std::string& t = pageTemplate();
+  std::string page;
+  size_t at = 0;
+  for (const auto& [mark, text] : marks) {
+    size_t m = t.find(mark, at);
+    if (m == std::string::npos) throw std::logic_error("report template lacks " + mark);
+    page.append(t, at, m - at);
+    page += text;
+    at = m + mark.size();
+  }
+  page.append(t, at, std::string::npos);
   return page;
 }
 

@@ -261,3 +261,50 @@ TEST_CASE("report: bad usage is refused with exit code 2") {
   CHECK(out.find("unknown GC 999") != std::string::npos);
   CHECK(!fs::exists(r.dir + "/x.html"));
 }
+
+TEST_CASE("report: sections passed as files are drawn by their kind's renderer") {
+  const Recorded& r = recorded();
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(r.dir + "/" + name) << text;
+    return r.dir + "/" + name;
+  };
+  // A table whose rows expand to paths (leak suspects' shape), a title with "</script>" in it.
+  std::string table = write(
+      "paths.json",
+      R"({"id":"suspects","title":"Suspects </script> here","kind":"table","run":0,"data":{)"
+      R"("columns":[{"name":"object"},{"name":"retained","numeric":true,"bytes":true}],)"
+      R"("rows":[["0x10",100],["0x20",300],["0x30",200]],"sort":1,)"
+      R"("details":[["root","0x10"],["root","0x20"],["root","0x30"]]}})");
+  // Frames synced with the chart (heap maps' shape): two 1x1 PNGs.
+  std::string png = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4"
+                    "2mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+  std::string frames = write(
+      "frames.json", R"({"id":"maps","title":"Heap map","kind":"frames","run":0,"data":{"frames":[)"
+                     R"({"seq":10,"point":"seq:10","image":")" + png + R"("},)"
+                     R"({"seq":900,"point":"seq:900","image":")" + png + R"("}]}})");
+  std::string bad = write("bad.json", "{\"kind\": ");
+  std::string page = r.dir + "/sections.html", out;
+  REQUIRE(sh(q(REPORT_HEAPMAN) + " report " + q(r.big) + " --section " + q(table) +
+                 " --section " + q(frames) + " --section " + q(bad) + " -o " + q(page),
+             out) == 0);
+  std::string dom = dumpDom(page);
+  requireClean(dom);  // the malformed section is reported in the page, not an error
+  CHECK(dom.find("Suspects &lt;/script&gt; here") != std::string::npos);
+  std::vector<std::string> rows =
+      tags(dom, "data-table=\"suspects\"", "</table>", "<tr class=\"hm-row[^>]*>");
+  CHECK(rows.size() == 3);
+  // Sorted by the column the section asked for, descending: 300, 200, 100.
+  size_t a = dom.find(">0x20<"), b = dom.find(">0x30<"), c = dom.find(">0x10<");
+  CHECK((a < b && b < c));
+  std::vector<std::string> slider =
+      tags(dom, "id=\"maps\"", "</section>", "<input [^>]*class=\"frame-slider\"[^>]*>");
+  REQUIRE(slider.size() == 1);
+  CHECK(attr(slider[0], "max") == "1");
+  CHECK(tags(dom, "id=\"maps\"", "</section>", "<img [^>]*src=\"data:image/png").size() == 1);
+  CHECK(dom.find("bad.json") != std::string::npos);
+  CHECK(dom.find("this section could not be read") != std::string::npos);
+  CHECK(sh(q(REPORT_HEAPMAN) + " report " + q(r.big) + " --section " +
+               q(r.dir + "/missing.json") + " -o " + q(r.dir + "/y.html") + " 2>&1",
+           out) == 2);
+  CHECK(out.find("cannot read it") != std::string::npos);
+}

@@ -71,6 +71,13 @@ class Builder {
   void addComparison(replay::Replay& a, replay::FrameNamer& na, replay::Replay& b,
                      replay::FrameNamer& nb, const replay::Exclusions& ex);
   void addSection(Section s) { sections_.push_back(std::move(s)); }
+  // A section written elsewhere (heapman report --section FILE): a JSON object {id, title, kind,
+  // run, data}, put in the page as it is (in its own element: the page parses each one apart, so
+  // a malformed one is shown as such and the rest of the page still works). `source` names it
+  // in that message.
+  void addSectionJson(const std::string& source, std::string json) {
+    rawSections_.push_back({source, std::move(json)});
+  }
 
   std::string json() const;  // the document the page reads
   std::string html() const;  // the page, everything inlined
@@ -79,6 +86,7 @@ class Builder {
   Options o_;
   std::vector<std::string> runs_;  // JSON objects
   std::vector<Section> sections_;
+  std::vector<std::pair<std::string, std::string>> rawSections_;
 };
 
 // Escapes a string as a JSON string, '<' as \u003c so that the document can sit in a <script>.
