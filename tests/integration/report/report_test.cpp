@@ -152,6 +152,33 @@ void requireClean(const std::string& dom) {
   CHECK(attr(m.str(), "data-ready") == "1");
 }
 
+
+// The page opened at `point` has the blame table `heapman blame --csv` has there.
+void checkBlame(const std::string& log, const std::string& page, const std::string& point) {
+  INFO(point);
+  std::string frag = "#at=" + std::regex_replace(point, std::regex("#"), "%23");
+  std::string dom = dumpDom(page, frag);
+  requireClean(dom);
+  std::vector<std::string> rows =
+      tags(dom, "data-table=\"blame\"", "</table>", "<tr class=\"hm-row[^>]*>");
+  std::string out;
+  REQUIRE(sh(q(REPORT_HEAPMAN) + " blame " + q(log) + " --at '" + point + "' --csv -", out) == 0);
+  auto want = csv(out);
+  REQUIRE(want.size() > 1);
+  REQUIRE(want[0][0] == "function");
+  REQUIRE(want[0][3] == "live_bytes");
+  std::multiset<std::tuple<std::string, std::string, std::string, std::string, std::string>> a, b;
+  for (size_t i = 1; i < want.size(); ++i)
+    a.insert({want[i][0], want[i][1], want[i][2], want[i][3], want[i][4]});
+  for (const std::string& t : rows)
+    b.insert({attr(t, "data-function"), attr(t, "data-module"), attr(t, "data-location"),
+              attr(t, "data-bytes"), attr(t, "data-objects")});
+  CHECK(rows.size() == want.size() - 1);
+  CHECK(a == b);
+  // The point shown is the one asked for.
+  CHECK(dom.find("data-blame-point=\"" + point + "\"") != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("report: the page's blame table has the CLI's rows, the chart one point per GC") {
@@ -166,31 +193,7 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
   CHECK(html.find("href=\"http") == std::string::npos);
   CHECK(!std::regex_search(html, std::regex("<(script|link|img)[^>]+(src|href)=")));
 
-  for (const char* point : {"level_end#2", "level_start#3"}) {
-    INFO(point);
-    std::string frag = std::string("#at=") + std::regex_replace(point, std::regex("#"), "%23");
-    std::string dom = dumpDom(page, frag);
-    requireClean(dom);
-    std::vector<std::string> rows =
-        tags(dom, "data-table=\"blame\"", "</table>", "<tr class=\"hm-row[^>]*>");
-    REQUIRE(sh(q(REPORT_HEAPMAN) + " blame " + q(r.big) + " --at '" + point + "' --csv -", out) ==
-            0);
-    auto want = csv(out);
-    REQUIRE(want.size() > 1);
-    REQUIRE(want[0][0] == "function");
-    REQUIRE(want[0][3] == "live_bytes");
-    std::multiset<std::tuple<std::string, std::string, std::string, std::string, std::string>>
-        a, b;
-    for (size_t i = 1; i < want.size(); ++i)
-      a.insert({want[i][0], want[i][1], want[i][2], want[i][3], want[i][4]});
-    for (const std::string& t : rows)
-      b.insert({attr(t, "data-function"), attr(t, "data-module"), attr(t, "data-location"),
-                attr(t, "data-bytes"), attr(t, "data-objects")});
-    CHECK(rows.size() == want.size() - 1);
-    CHECK(a == b);
-    // The point shown is the one asked for.
-    CHECK(dom.find(std::string("data-blame-point=\"") + point + "\"") != std::string::npos);
-  }
+  for (const char* point : {"level_end#2", "level_start#3"}) checkBlame(r.big, page, point);
 
   // The chart: one point per GC, named as the CLI names it, at the live bytes `gcs` reports.
   std::string dom = dumpDom(page);
@@ -308,3 +311,19 @@ TEST_CASE("report: sections passed as files are drawn by their kind's renderer")
            out) == 2);
   CHECK(out.find("cannot read it") != std::string::npos);
 }
+
+#ifdef REPORT_MONO_GAME
+TEST_CASE("report: the C# sample on mono-boehm, managed frames and generic class names") {
+  const Recorded& r = recorded();
+  std::string log = r.dir + "/mono.hml", page = r.dir + "/mono.html", out;
+  REQUIRE(sh(q(REPORT_HEAPREC) + " run --ram-dumps event:level_end -o " + q(log) + " -- " +
+                 q(REPORT_MONO_BOEHM) + " " + q(REPORT_MONO_GAME) + " 4 300 >/dev/null 2>" +
+                 q(r.dir + "/mono.err"),
+             out) == 0);
+  REQUIRE(sh(q(REPORT_HEAPMAN) + " report " + q(log) + " -o " + q(page), out) == 0);
+  checkBlame(log, page, "level_end#3");
+  std::string dom = dumpDom(page);
+  CHECK(dom.find("[managed]") != std::string::npos);
+  CHECK(dom.find("id=\"retained-0\"") != std::string::npos);
+}
+#endif
