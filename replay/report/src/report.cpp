@@ -216,12 +216,7 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   std::sort(limits.begin(), limits.end());
   limits.erase(std::unique(limits.begin(), limits.end()), limits.end());
 
-  SeriesObserver series(t, limits);
-  r.seek(first);
-  r.seek(last, &series);
-  series.finish();
-
-  // Points with a blame: custom events (else GCs) evenly chosen, the peak, end, and the asked.
+  // Points with a blame: custom events (else GCs) evenly chosen, end, the asked, and the peak.
   std::vector<uint64_t> pointLimits;
   if (!t.events.empty()) {
     for (size_t k : evenly(t.events.size(), o_.maxPoints)) pointLimits.push_back(t.events[k].seq + 1);
@@ -229,15 +224,6 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
     for (size_t k : evenly(gcShown.size(), o_.maxPoints))
       pointLimits.push_back(t.gcs[gcShown[k]].endSeq + 1);
   }
-  size_t peakSample = 0;
-  for (size_t i = 0; i < series.samples.size(); ++i) {
-    uint64_t sum = 0, best = 0;
-    for (uint64_t b : series.samples[i].bytes) sum += b;
-    for (uint64_t b : series.samples[peakSample].bytes) best += b;
-    if (sum > best) peakSample = i;
-  }
-  uint64_t peakLimit = limits.empty() ? last : limits[peakSample];
-  pointLimits.push_back(peakLimit);
   pointLimits.push_back(last);
   for (const std::string& p : o_.points) pointLimits.push_back(r.resolve(p));
   std::sort(pointLimits.begin(), pointLimits.end());
@@ -245,6 +231,54 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
 
   replay::Attribution a(t, namer, ex);
   Interner in;
+  // Blame and the live flame graph at a point (the state is there): a JSON object's members
+  // after "peak".
+  auto pointAt = [&](uint64_t limit) {
+    replay::BlameResult b = replay::blame(r, a, replay::SortBy::kBytes, 0, true);
+    JsonWriter w;
+    w.beginObject().field("name", b.point).field("limit", limit);
+    w.field("totalBytes", b.totalBytes).field("totalObjects", b.totalObjects);
+    w.field("sites", uint64_t(b.rows.size()));
+    w.key("rows").beginArray();
+    for (size_t i = 0; i < b.rows.size() && i < o_.maxRows; ++i) {
+      const replay::BlameRow& row = b.rows[i];
+      w.beginArray().value(in.site(row.site)).value(row.bytes).value(row.objects);
+      w.value(in.stack(row.stack)).value(row.stackBytes).value(row.stackObjects);
+      std::string types;
+      for (const replay::TypeShare& ts : row.types)
+        types += (types.empty() ? "" : ", ") + ts.type + " " + std::to_string(ts.bytes);
+      w.value(types).endArray();
+    }
+    w.endArray();
+    w.key("flame");
+    writeFlame(w, in, replay::foldedLive(r, a), o_.maxFlameStacks);
+    w.endObject();
+    return w.take().substr(1);  // without its '{'
+  };
+
+  // One forward pass: the series, stopping at each point for its blame.
+  std::map<uint64_t, std::string> points;
+  SeriesObserver series(t, limits);
+  r.seek(first);
+  for (uint64_t limit : pointLimits) {
+    r.seek(limit, &series);
+    points[limit] = pointAt(limit);
+  }
+  series.finish();
+  // The peak: the sample with the most live bytes (a seek back from the nearest checkpoint).
+  size_t peakSample = 0;
+  uint64_t best = 0;
+  for (size_t i = 0; i < series.samples.size(); ++i) {
+    uint64_t sum = 0;
+    for (uint64_t b : series.samples[i].bytes) sum += b;
+    if (sum > best) best = sum, peakSample = i;
+  }
+  uint64_t peakLimit = limits.empty() ? last : limits[peakSample];
+  if (!points.count(peakLimit)) {
+    r.seek(peakLimit);
+    points[peakLimit] = pointAt(peakLimit);
+  }
+
   JsonWriter w;
   w.beginObject();
   w.field("label", label).field("log", std::filesystem::path(label).filename().string());
@@ -324,30 +358,9 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   }
   w.endArray().endObject();
 
-  // Blame and the live flame graph at each point (forward seeks: one pass over the log).
   w.key("points").beginArray();
-  for (uint64_t limit : pointLimits) {
-    r.seek(limit);
-    replay::BlameResult b = replay::blame(r, a, replay::SortBy::kBytes, 0, true);
-    w.beginObject().field("name", b.point).field("limit", limit);
-    w.field("peak", limit == peakLimit);
-    w.field("totalBytes", b.totalBytes).field("totalObjects", b.totalObjects);
-    w.field("sites", uint64_t(b.rows.size()));
-    w.key("rows").beginArray();
-    for (size_t i = 0; i < b.rows.size() && i < o_.maxRows; ++i) {
-      const replay::BlameRow& row = b.rows[i];
-      w.beginArray().value(in.site(row.site)).value(row.bytes).value(row.objects);
-      w.value(in.stack(row.stack)).value(row.stackBytes).value(row.stackObjects);
-      std::string types;
-      for (const replay::TypeShare& ts : row.types)
-        types += (types.empty() ? "" : ", ") + ts.type + " " + std::to_string(ts.bytes);
-      w.value(types).endArray();
-    }
-    w.endArray();
-    w.key("flame");
-    writeFlame(w, in, replay::foldedLive(r, a), o_.maxFlameStacks);
-    w.endObject();
-  }
+  for (const auto& [limit, body] : points)
+    w.raw(std::string("{\"peak\":") + (limit == peakLimit ? "true," : "false,") + body);
   w.endArray();
 
   // Churn and the garbage flame graph over the whole log.
