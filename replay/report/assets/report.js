@@ -842,6 +842,51 @@
     const root = document.documentElement;
     root.setAttribute('data-render-ms', ms.toFixed(1));
     root.setAttribute('data-ready', '1');
+    if (new URLSearchParams(location.hash.slice(1)).get('selftest') === '1') selfTest(root);
+  }
+
+  // The browser tests' exercise (#selftest=1 in the URL): hovers and clicks every kind of
+  // control once with synthetic events, so that an error in a handler shows in data-js-errors;
+  // what it saw goes into data-selftest-* attributes.
+  function selfTest(root) {
+    const at = (e, type, fx, fy, extra) => {
+      const r = e.getBoundingClientRect();
+      e.dispatchEvent(new MouseEvent(type, Object.assign({bubbles: true, clientX: r.left + r.width * fx,
+        clientY: r.top + r.height * fy}, extra || {})));
+    };
+    const tips = [];
+    document.querySelectorAll('svg.timeline .overlay').forEach((o) => {
+      at(o, 'mousemove', 0.5, 0.5);
+      const tip = o.closest('.chart-box').querySelector('.tip');
+      tips.push(tip.hidden ? '' : tip.querySelector('.tip-point').textContent);
+      at(o, 'mouseleave', 0.5, 0.5);
+      at(o, 'click', 0.25, 0.5, {shiftKey: true});
+      at(o, 'click', 0.75, 0.5);
+    });
+    root.setAttribute('data-selftest-tips', tips.join(' '));
+    document.querySelectorAll('select').forEach((s) => {
+      if (s.options.length < 2) return;
+      s.selectedIndex = s.getAttribute('data-select') === 'from' ? 0 : s.options.length - 1;
+      s.dispatchEvent(new Event('change'));
+    });
+    document.querySelectorAll('table.hm-table th').forEach((th) => th.click());
+    let details = 0;
+    document.querySelectorAll('table.hm-table').forEach((t) => {
+      const row = t.querySelector('tr.expandable');
+      if (row) { row.click(); details += t.querySelectorAll('tr.detail').length; }
+    });
+    root.setAttribute('data-selftest-details', String(details));
+    document.querySelectorAll('.flame').forEach((f) => {
+      const cells = f.querySelectorAll('.cell');
+      if (cells.length > 1) { at(cells[1], 'mousemove', 0.5, 0.5); cells[1].click(); }
+    });
+    document.querySelectorAll('input[type=search]').forEach((i) => {
+      i.value = 'a'; i.dispatchEvent(new Event('input'));
+    });
+    document.querySelectorAll('input.frame-slider').forEach((i) => {
+      i.value = i.max; i.dispatchEvent(new Event('input'));
+    });
+    root.setAttribute('data-selftest', 'done');
   }
   function unknown(kind) {
     return (box) => box.append(el('p', {class: 'warning', text: 'this page has no renderer for sections of kind "' + kind + '"'}));

@@ -179,6 +179,22 @@ void checkBlame(const std::string& log, const std::string& page, const std::stri
   CHECK(dom.find("data-blame-point=\"" + point + "\"") != std::string::npos);
 }
 
+// The page exercised by its own #selftest (hover and click on each chart, every menu changed,
+// every table sorted and its first row opened, a flame cell zoomed, the filters typed into, the
+// frame sliders moved): no JavaScript error, the hover named a point, `details` rows opened.
+void selfTest(const std::string& page, int details) {
+  std::string dom = dumpDom(page, "#selftest=1");
+  requireClean(dom);
+  std::smatch m;
+  REQUIRE(std::regex_search(dom, m, std::regex("<html[^>]*>")));
+  std::string html = m.str();
+  INFO(html);
+  CHECK(attr(html, "data-selftest") == "done");
+  CHECK(attr(html, "data-selftest-details") == std::to_string(details));
+  CHECK(std::regex_match(attr(html, "data-selftest-tips"),
+                         std::regex("((gc:|frame:|seq:)[0-9]+|[a-z_]+#[0-9]+)( \\S+)*")));
+}
+
 }  // namespace
 
 TEST_CASE("report: the page's blame table has the CLI's rows, the chart one point per GC") {
@@ -229,6 +245,7 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
   CHECK(attr(root[0], "data-bytes") == std::to_string(total));
   // Retained size by type (the log has RAM dumps after each level): the section is drawn.
   CHECK(dom.find("id=\"retained-0\"") != std::string::npos);
+  selfTest(page, 3);  // blame, growth, churn
 }
 
 TEST_CASE("report: --compare draws both runs and their differences") {
@@ -251,6 +268,7 @@ TEST_CASE("report: --compare draws both runs and their differences") {
   std::vector<std::string> points = tags(dom.substr(second), "data-run=\"1\"", "</svg>",
                                          "<circle [^>]*class=\"gc-point\"[^>]*>");
   CHECK(points.size() == csv(out).size() - 1);
+  selfTest(page, 6);  // blame, growth, churn of each run
 }
 
 TEST_CASE("report: bad usage is refused with exit code 2") {
@@ -306,6 +324,7 @@ TEST_CASE("report: sections passed as files are drawn by their kind's renderer")
   CHECK(tags(dom, "id=\"maps\"", "</section>", "<img [^>]*src=\"data:image/png").size() == 1);
   CHECK(dom.find("bad.json") != std::string::npos);
   CHECK(dom.find("this section could not be read") != std::string::npos);
+  selfTest(page, 4);  // blame, growth, churn, and the suspects' paths
   CHECK(sh(q(REPORT_HEAPMAN) + " report " + q(r.big) + " --section " +
                q(r.dir + "/missing.json") + " -o " + q(r.dir + "/y.html") + " 2>&1",
            out) == 2);
@@ -325,5 +344,6 @@ TEST_CASE("report: the C# sample on mono-boehm, managed frames and generic class
   std::string dom = dumpDom(page);
   CHECK(dom.find("[managed]") != std::string::npos);
   CHECK(dom.find("id=\"retained-0\"") != std::string::npos);
+  selfTest(page, 3);
 }
 #endif
