@@ -20,7 +20,7 @@ class JsonWriter {
   JsonWriter& endArray() { return close(']'); }
   JsonWriter& key(std::string_view k) {
     separate();
-    out_ += jsonString(std::string(k));
+    out_ += jsonString(k);
     out_ += ':';
     afterKey_ = true;
     return *this;
@@ -30,7 +30,7 @@ class JsonWriter {
   JsonWriter& value(uint32_t v) { return raw(std::to_string(v)); }
   JsonWriter& value(int v) { return raw(std::to_string(v)); }
   JsonWriter& value(bool v) { return raw(v ? "true" : "false"); }
-  JsonWriter& value(std::string_view s) { return raw(jsonString(std::string(s))); }
+  JsonWriter& value(std::string_view s) { return raw(jsonString(s)); }
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
   JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
   // A JSON text written elsewhere.

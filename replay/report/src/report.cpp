@@ -17,7 +17,7 @@ namespace heapman::report {
 
 using replay::LogTables;
 
-std::string jsonString(const std::string& s) {
+std::string jsonString(std::string_view s, bool forScript) {
   std::string out = "\"";
   out.reserve(s.size() + 2);
   for (unsigned char c : s) {
@@ -27,9 +27,10 @@ std::string jsonString(const std::string& s) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      case '<': out += "\\u003c"; break;  // no "</script>" inside the page's <script>
       default:
-        if (c < 0x20) {
+        if (c == '<' && forScript) {
+          out += "\\u003c";  // no "</script>" inside the page's <script>
+        } else if (c < 0x20) {
           char b[8];
           std::snprintf(b, sizeof b, "\\u%04x", c);
           out += b;

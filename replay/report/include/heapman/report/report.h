@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "heapman/replay/frames.h"
@@ -89,8 +90,9 @@ class Builder {
   std::vector<std::pair<std::string, std::string>> rawSections_;
 };
 
-// Escapes a string as a JSON string, '<' as \u003c so that the document can sit in a <script>.
-std::string jsonString(const std::string& s);
+// A string as a JSON string (RFC 8259 escaping); forScript: '<' as \u003c too, so that the text
+// can sit in a <script> element. heapman's --json output uses it (forScript false).
+std::string jsonString(std::string_view s, bool forScript = true);
 
 // The page's assets (embedded at build time).
 const std::string& pageTemplate();
