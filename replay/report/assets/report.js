@@ -284,16 +284,21 @@
     const W = D.runs.length > 1 ? 660 : 1320, H = 300;
     const M = {l: 64, r: 14, t: 14, b: 58};
     const pw = W - M.l - M.r, ph = H - M.t - M.b;
-    const x0 = run.summary.firstSeq, x1 = Math.max(run.summary.endSeq, x0 + 1);
+    const first = run.summary.firstSeq, last = Math.max(run.summary.endSeq, first + 1);
+    let x0 = first, x1 = last;  // the range shown: drag on the chart to zoom, double-click to reset
     const X = (l) => M.l + (l - x0) / (x1 - x0) * pw;
     const Xinv = (px) => x0 + (px - M.l) / pw * (x1 - x0);
     function draw() {
       box.textContent = '';
+      const inView = (l) => l >= x0 && l <= x1;
       const mode = chartState.mode;
       const yMax = chartYMax(mode) * 1.06;
       const Y = (v) => M.t + ph - v / yMax * ph;
       const svg = sv('svg', {viewBox: '0 0 ' + W + ' ' + H, class: 'timeline', 'data-run': run.index,
         'data-mode': mode, preserveAspectRatio: 'xMidYMid meet'});
+      const clipId = 'plot-clip-' + run.index;
+      svg.append(sv('defs', {}, sv('clipPath', {id: clipId}, sv('rect', {x: M.l, y: 0, width: pw, height: M.t + ph + 5}))));
+      const plot = sv('g', {'clip-path': 'url(#' + clipId + ')'});
       // y grid
       let step = niceStep(yMax, 5);
       if (mode === 'bytes' && yMax >= 1024) {  // binary steps: 256 KiB, 1 MiB, ...
@@ -310,18 +315,21 @@
       const xs = niceStep(x1 - x0, 7);
       for (let v = Math.ceil(x0 / xs) * xs; v <= x1; v += xs) {
         svg.append(sv('line', {x1: X(v), x2: X(v), y1: M.t + ph, y2: M.t + ph + 4, class: 'tick'}));
-        svg.append(sv('text', {x: X(v), y: M.t + ph + 16, class: 'axis x', text: fmtCount(v)}));
+        const anchor = X(v) > W - M.r - 20 ? 'end' : 'middle';
+        svg.append(sv('text', {x: X(v), y: M.t + ph + 16, class: 'axis x', 'text-anchor': anchor, text: fmtCount(v)}));
         const tm = run.timeAt(v);
         if (tm !== null) svg.append(sv('text', {x: X(v), y: M.t + ph + 28, class: 'axis x time',
-          text: fmtTime(tm)}));
+          'text-anchor': anchor, text: fmtTime(tm)}));
       }
       svg.append(sv('text', {x: M.l + pw / 2, y: H - 4, class: 'axis label', text:
-        'event sequence number (the CLI\u2019s seq:S) \u00b7 clock time below, interpolated between GCs and events'}));
+        'event sequence number (the CLI\u2019s seq:S) \u00b7 clock time below, interpolated between GCs and events \u00b7 ' +
+        (x0 > first || x1 < last ? 'zoomed: double-click to see all' : 'drag to zoom')}));
+      svg.append(plot);
       // growth range
       const pf = run.points[run.sel.from], pt = run.points[run.sel.to];
       if (pf && pt) {
         const a = Math.min(pf.limit, pt.limit), b = Math.max(pf.limit, pt.limit);
-        svg.append(sv('rect', {x: X(a), y: M.t, width: Math.max(1, X(b) - X(a)), height: ph, class: 'growth-range'}));
+        plot.append(sv('rect', {x: X(a), y: M.t, width: Math.max(1, X(b) - X(a)), height: ph, class: 'growth-range'}));
       }
       // stacked areas per heap
       const s = run.series;
@@ -337,24 +345,25 @@
         }
         for (let i = 0; i < s.limit.length; ++i) base[i] += h[i];
         const name = run.heaps[hi];
-        svg.append(sv('path', {d: top + bottom + 'Z', class: 'area', fill: HEAP_COLORS[name] || '#999',
+        plot.append(sv('path', {d: top + bottom + 'Z', class: 'area', fill: HEAP_COLORS[name] || '#999',
           'data-heap': name}));
       });
       if (mode === 'bytes' && s.limit.length) {
         let d = '';
         for (let i = 0; i < s.limit.length; ++i) d += (i ? 'L' : 'M') + X(s.limit[i]).toFixed(1) + ',' + Y(s.peak[i]).toFixed(1);
-        svg.append(sv('path', {d: d, class: 'peak-line'}));
+        plot.append(sv('path', {d: d, class: 'peak-line'}));
       }
       // GC pauses: bars on a band under the plot, height by pause
       let maxPause = 0;
       for (const g of run.gcs.rows) maxPause = Math.max(maxPause, g[3]);
       for (const g of run.gcs.rows) {
         const h = maxPause ? Math.max(1, g[3] / maxPause * 14) : 1;
-        svg.append(sv('rect', {x: X(g[1]) - 0.75, y: M.t + ph - h, width: 1.5, height: h, class: 'gc-pause'}));
+        plot.append(sv('rect', {x: X(g[1]) - 0.75, y: M.t + ph - h, width: 1.5, height: h, class: 'gc-pause'}));
       }
       // custom events and frame marks
       for (const e of run.events.rows) {
-        svg.append(sv('line', {x1: X(e[2]), x2: X(e[2]), y1: M.t, y2: M.t + ph, class: 'event-mark',
+        plot.append(sv('line', {x1: X(e[2]), x2: X(e[2]), y1: M.t, y2: M.t + ph,
+          class: 'event-mark' + (run.events.rows.length > 60 ? ' crowded' : ''),
           'data-point': e[0] + '#' + e[1]}));
       }
       // labels of the events, when they fit: horizontal, in rows at the top of the plot
@@ -368,22 +377,26 @@
           if (row > 3) continue;
           ends[row] = x + w + 4;
           const y = M.t + 22 + row * 12;
-          svg.append(sv('rect', {x: x - 1, y: y - 9, width: w + 2, height: 11, class: 'event-label-bg'}));
-          svg.append(sv('text', {x: x, y: y, class: 'event-label', text: text}));
+          plot.append(sv('rect', {x: x - 1, y: y - 9, width: w + 2, height: 11, class: 'event-label-bg'}));
+          plot.append(sv('text', {x: x, y: y, class: 'event-label', text: text}));
         }
       }
       for (const f of run.frameMarks.rows) {
-        svg.append(sv('line', {x1: X(f[1]), x2: X(f[1]), y1: M.t + ph, y2: M.t + ph + 3, class: 'frame-mark',
+        plot.append(sv('line', {x1: X(f[1]), x2: X(f[1]), y1: M.t + ph, y2: M.t + ph + 3, class: 'frame-mark',
           'data-point': 'frame:' + f[0]}));
       }
-      // one point per GC: live bytes (objects) after it
+      // one point per GC: live bytes (objects) after it; smaller when they crowd
+      let shownGcs = 0;
+      for (const g of run.gcs.rows) if (inView(g[1])) ++shownGcs;
+      const radius = Math.max(1.1, Math.min(2.6, pw / Math.max(1, shownGcs) / 3));
       for (const g of run.gcs.rows) {
-        svg.append(sv('circle', {cx: X(g[1]), cy: Y(mode === 'bytes' ? g[4] : g[5]), r: 2.6, class: 'gc-point',
+        plot.append(sv('circle', {cx: X(g[1]), cy: Y(mode === 'bytes' ? g[4] : g[5]), r: radius, class: 'gc-point',
           'data-point': 'gc:' + g[0], 'data-live-bytes': g[4], 'data-live-objects': g[5],
           'data-pause-ns': g[3]}));
       }
       // blame points: diamonds on top
       run.points.forEach((p, i) => {
+        if (!inView(p.limit)) return;
         const cx = X(p.limit), cy = M.t + 2;
         svg.append(sv('path', {d: 'M' + cx + ',' + (cy - 6) + 'l5,6l-5,6l-5,-6z',
           class: 'blame-point' + (i === run.sel.point ? ' selected' : ''), 'data-point': p.name,
@@ -393,7 +406,24 @@
       // hover
       const cursor = sv('line', {x1: 0, x2: 0, y1: M.t, y2: M.t + ph, class: 'cursor', visibility: 'hidden'});
       const overlay = sv('rect', {x: M.l, y: M.t, width: pw, height: ph, class: 'overlay'});
-      svg.append(cursor, overlay);
+      const brush = sv('rect', {x: 0, y: M.t, width: 0, height: ph, class: 'brush', visibility: 'hidden'});
+      svg.append(cursor, brush, overlay);
+      // Drag to zoom into a range of positions; double-click to see the whole log again.
+      let dragFrom = null, dragged = false;
+      const pxOf = (ev) => { const r = svg.getBoundingClientRect(); return (ev.clientX - r.left) / r.width * W; };
+      overlay.addEventListener('mousedown', (ev) => { dragFrom = pxOf(ev); dragged = false; });
+      overlay.addEventListener('mouseup', (ev) => {
+        if (dragFrom === null) return;
+        const a = Math.max(M.l, Math.min(dragFrom, pxOf(ev))), b = Math.min(M.l + pw, Math.max(dragFrom, pxOf(ev)));
+        dragFrom = null;
+        brush.setAttribute('visibility', 'hidden');
+        if (b - a < 4) return;
+        dragged = true;
+        const n0 = Xinv(a), n1 = Xinv(b);
+        x0 = Math.max(first, Math.floor(n0)); x1 = Math.min(last, Math.max(x0 + 10, Math.ceil(n1)));
+        draw();
+      });
+      overlay.addEventListener('dblclick', () => { x0 = first; x1 = last; draw(); });
       const ext = sv('line', {x1: 0, x2: 0, y1: M.t, y2: M.t + ph, class: 'ext-cursor', visibility: 'hidden'});
       svg.append(ext);
       run.setCursor = (limit) => {
@@ -413,6 +443,10 @@
           py: (ev.clientY - r.top) / r.height * H};
       }
       overlay.addEventListener('mousemove', (ev) => {
+        if (dragFrom !== null && ev.buttons === 1) {
+          const a = Math.min(dragFrom, pxOf(ev)), b = Math.max(dragFrom, pxOf(ev));
+          brush.setAttribute('x', a); brush.setAttribute('width', b - a); brush.setAttribute('visibility', 'visible');
+        }
         const a = at(ev);
         cursor.setAttribute('x1', X(a.limit)); cursor.setAttribute('x2', X(a.limit));
         cursor.setAttribute('visibility', 'visible');
@@ -443,6 +477,7 @@
       });
       overlay.addEventListener('mouseleave', () => { tip.hidden = true; cursor.setAttribute('visibility', 'hidden'); });
       overlay.addEventListener('click', (ev) => {
+        if (dragged) { dragged = false; return; }
         const a = at(ev);
         const pi = nearestIndex(run.points, a.limit, (p) => p.limit);
         if (pi < 0) return;
@@ -855,15 +890,24 @@
         clientY: r.top + r.height * fy}, extra || {})));
     };
     const tips = [];
-    document.querySelectorAll('svg.timeline .overlay').forEach((o) => {
-      at(o, 'mousemove', 0.5, 0.5);
-      const tip = o.closest('.chart-box').querySelector('.tip');
+    let zoomed = 0;
+    document.querySelectorAll('.chart-box').forEach((box) => {
+      const o = () => box.querySelector('.overlay');  // a redraw replaces it
+      at(o(), 'mousemove', 0.5, 0.5);
+      const tip = box.querySelector('.tip');
       tips.push(tip.hidden ? '' : tip.querySelector('.tip-point').textContent);
-      at(o, 'mouseleave', 0.5, 0.5);
-      at(o, 'click', 0.25, 0.5, {shiftKey: true});
-      at(o, 'click', 0.75, 0.5);
+      at(o(), 'mouseleave', 0.5, 0.5);
+      at(o(), 'mousedown', 0.3, 0.5);
+      at(o(), 'mousemove', 0.6, 0.5, {buttons: 1});
+      at(o(), 'mouseup', 0.6, 0.5);
+      if (/zoomed/.test(box.querySelector('.axis.label').textContent)) ++zoomed;
+      at(o(), 'mousemove', 0.5, 0.5);
+      at(o(), 'dblclick', 0.5, 0.5);
+      at(o(), 'click', 0.25, 0.5, {shiftKey: true});
+      at(o(), 'click', 0.75, 0.5);
     });
     root.setAttribute('data-selftest-tips', tips.join(' '));
+    root.setAttribute('data-selftest-zoomed', String(zoomed));
     document.querySelectorAll('select').forEach((s) => {
       if (s.options.length < 2) return;
       s.selectedIndex = s.getAttribute('data-select') === 'from' ? 0 : s.options.length - 1;

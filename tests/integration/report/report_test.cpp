@@ -179,9 +179,10 @@ void checkBlame(const std::string& log, const std::string& page, const std::stri
   CHECK(dom.find("data-blame-point=\"" + point + "\"") != std::string::npos);
 }
 
-// The page exercised by its own #selftest (hover and click on each chart, every menu changed,
-// every table sorted and its first row opened, a flame cell zoomed, the filters typed into, the
-// frame sliders moved): no JavaScript error, the hover named a point, `details` rows opened.
+// The page exercised by its own #selftest (hover, drag-zoom and click on each chart, every menu
+// changed,
+// every table sorted and its first row opened, a flame cell zoomed, the filters typed into,
+// the frame sliders moved): no JavaScript error, the hover named a point, `details` rows opened.
 void selfTest(const std::string& page, int details) {
   std::string dom = dumpDom(page, "#selftest=1");
   requireClean(dom);
@@ -191,6 +192,7 @@ void selfTest(const std::string& page, int details) {
   INFO(html);
   CHECK(attr(html, "data-selftest") == "done");
   CHECK(attr(html, "data-selftest-details") == std::to_string(details));
+  CHECK(attr(html, "data-selftest-zoomed") == (details == 6 ? "2" : "1"));  // each chart zooms
   CHECK(std::regex_match(attr(html, "data-selftest-tips"),
                          std::regex("((gc:|frame:|seq:)[0-9]+|[a-z_]+#[0-9]+)( \\S+)*")));
 }
