@@ -367,7 +367,7 @@
           'data-point': e[0] + '#' + e[1]}));
       }
       // labels of the events, when they fit: horizontal, in rows at the top of the plot
-      if (run.events.rows.length <= 60) {
+      if (run.events.rows.length <= 30) {
         const ends = [];
         for (const e of run.events.rows) {
           const text = e[0] + '#' + e[1], w = text.length * 5.8;
