@@ -37,6 +37,13 @@ void options(po::options_description& o, po::positional_options_description&) {
 int run(Session& s, const po::variables_map& vm) {
   if (!vm.count("output")) throw UsageError("-o FILE is required (the page to write)");
   std::string out = vm["output"].as<std::string>();
+  // Never write the page over a log (nothing of the user's is lost to a swapped argument).
+  for (const char* log : {"log", "compare"}) {
+    std::error_code ec;
+    if (vm.count(log) && std::filesystem::equivalent(out, vm[log].as<std::string>(), ec))
+      throw UsageError("-o " + out + " is the log " + vm[log].as<std::string>() +
+                       ": give the page another name (report.html)");
+  }
   replay::Exclusions ex = exclusionsOf(vm);
   report::Options o;
   if (vm.count("at")) o.points = vm["at"].as<std::vector<std::string>>();

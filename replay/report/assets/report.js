@@ -157,8 +157,7 @@
       if (i === run.sel[key]) o.selected = true;
       s.append(o);
     });
-    run.listeners.push(() => { s.value = String(run.sel[key]); });
-    return s;
+    return s;  // the views draw it anew on every change of the selection
   }
 
   // ---- stacks -------------------------------------------------------------------------------

@@ -283,6 +283,18 @@ TEST_CASE("report: bad usage is refused with exit code 2") {
            out) == 2);
   CHECK(out.find("unknown GC 999") != std::string::npos);
   CHECK(!fs::exists(r.dir + "/x.html"));
+  // The page is never written over a log.
+  auto size = fs::file_size(r.small);
+  CHECK(sh(q(REPORT_HEAPMAN) + " report " + q(r.big) + " --compare " + q(r.small) + " -o " +
+               q(r.small) + " 2>&1",
+           out) == 2);
+  CHECK(out.find("is the log") != std::string::npos);
+  CHECK(fs::file_size(r.small) == size);
+  // A page that cannot be written: exit 1, saying so.
+  CHECK(sh(q(REPORT_HEAPMAN) + " report " + q(r.big) + " -o " + q(r.dir + "/no/such/dir.html") +
+               " 2>&1",
+           out) == 1);
+  CHECK(out.find("writing") != std::string::npos);
 }
 
 TEST_CASE("report: sections passed as files are drawn by their kind's renderer") {
