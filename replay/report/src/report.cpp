@@ -170,7 +170,7 @@ void writeStrings(JsonWriter& w, const char* key, const std::vector<std::string>
   w.endArray();
 }
 
-// Folded lines by bytes, cut to `max` with the rest summed as one "(N other stacks)" line.
+// Folded lines by bytes, cut to `max` with the rest summed as one "(N smaller stacks)" line.
 void writeFlame(JsonWriter& w, Interner& in, std::vector<replay::FoldedLine> lines, size_t max) {
   std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
