@@ -30,7 +30,7 @@ best="" worst=""
 for _ in $(seq "$rounds"); do
   # Real time (no --virtual-time-budget: Chromium's virtual time would also drive
   # performance.now()); the page draws on DOMContentLoaded, before --dump-dom reads it.
-  dom=$("$chromium" --headless --no-sandbox --disable-gpu \
+  dom=$("$chromium" --headless --no-sandbox --disable-gpu --user-data-dir="$tmp/profile" \
         --dump-dom "file://$tmp/report.html" 2>/dev/null)
   errors=$(grep -oE '<html[^>]*' <<<"$dom" | sed -nE 's/.*data-js-errors="([0-9]+)".*/\1/p')
   ms=$(grep -oE '<html[^>]*' <<<"$dom" | sed -nE 's/.*data-render-ms="([0-9.]+)".*/\1/p')

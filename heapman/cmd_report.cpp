@@ -61,6 +61,8 @@ int run(Session& s, const po::variables_map& vm) {
     }
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
   b.addRun(*s.replay, *s.namer, ex, s.path);
+  // Views from other libraries join here as b.addSection({id, title, kind, json, run}) (kinds
+  // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.8).
   int rc = kExitOk;
   if (vm.count("compare")) {
     auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));

@@ -74,10 +74,14 @@ std::string dumpDom(const std::string& page, const std::string& fragment = "") {
     std::printf("SKIP: chromium not found (cmake/deps.sh test installs it)\n");
     std::exit(4);
   }
+  // A profile of its own per load: parallel tests must not share Chromium's profile lock.
+  static int loads = 0;
+  std::string profile = fs::path(page).parent_path().string() + "/chromium-" +
+                        std::to_string(getpid()) + "-" + std::to_string(++loads);
   std::string out;
   std::string cmd = q(REPORT_CHROMIUM) +
                     " --headless --no-sandbox --disable-gpu --virtual-time-budget=10000 "
-                    "--dump-dom " +
+                    "--user-data-dir=" + q(profile) + " --dump-dom " +
                     q("file://" + fs::absolute(page).string() + fragment) + " 2>/dev/null";
   REQUIRE(sh(cmd, out) == 0);
   REQUIRE(out.find("<html") != std::string::npos);
