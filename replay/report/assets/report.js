@@ -384,6 +384,11 @@
         plot.append(sv('line', {x1: X(f[1]), x2: X(f[1]), y1: M.t + ph, y2: M.t + ph + 3, class: 'frame-mark',
           'data-point': 'frame:' + f[0]}));
       }
+      // The series' value at a sample position ('' when no sample is there).
+      const seriesAt = (limit, arr) => {
+        const i = nearestIndex(s.limit, limit, (v) => v);
+        return i >= 0 && s.limit[i] === limit ? arr[i] : '';
+      };
       // one point per GC: live bytes (objects) after it; smaller when they crowd
       let shownGcs = 0;
       for (const g of run.gcs.rows) if (inView(g[1])) ++shownGcs;
@@ -391,6 +396,7 @@
       for (const g of run.gcs.rows) {
         plot.append(sv('circle', {cx: X(g[1]), cy: Y(mode === 'bytes' ? g[4] : g[5]), r: radius, class: 'gc-point',
           'data-point': 'gc:' + g[0], 'data-live-bytes': g[4], 'data-live-objects': g[5],
+          'data-series-bytes': seriesAt(g[1], s.total), 'data-series-objects': seriesAt(g[1], s.totalObjects),
           'data-pause-ns': g[3]}));
       }
       // blame points: diamonds on top

@@ -224,6 +224,7 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
   auto gcs = csv(out);
   REQUIRE(gcs.size() > 2);
   REQUIRE(gcs[0][0] == "gc");
+  REQUIRE(gcs[0][6] == "live_objects");
   REQUIRE(gcs[0][7] == "live_bytes");
   std::vector<std::string> points =
       tags(dom, "<svg", "</svg>", "<circle [^>]*class=\"gc-point\"[^>]*>");
@@ -231,6 +232,9 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
   for (size_t i = 0; i < points.size(); ++i) {
     CHECK(attr(points[i], "data-point") == "gc:" + gcs[i + 1][0]);
     CHECK(attr(points[i], "data-live-bytes") == gcs[i + 1][7]);
+    // The series (sampled by the report's own pass over the births and deaths) agrees there.
+    CHECK(attr(points[i], "data-series-bytes") == gcs[i + 1][7]);
+    CHECK(attr(points[i], "data-series-objects") == gcs[i + 1][6]);
   }
   // The custom events on the time axis, with their CLI names.
   std::vector<std::string> events =
