@@ -97,6 +97,16 @@ class SeriesObserver : public replay::Observer {
   uint64_t total_ = 0, peak_ = 0;
 };
 
+// Two observers fed by one pass.
+struct BothObservers : replay::Observer {
+  replay::Observer &first, &second;
+  BothObservers(replay::Observer& a, replay::Observer& b) : first(a), second(b) {}
+  void born(const replay::LiveObject& o) override { first.born(o), second.born(o); }
+  void died(const replay::LiveObject& o, replay::Death how, uint64_t seq) override {
+    first.died(o, how, seq), second.died(o, how, seq);
+  }
+};
+
 // n indices out of [0, size), evenly spread, the last always in.
 std::vector<size_t> evenly(size_t size, size_t n) {
   std::vector<size_t> out;
@@ -257,15 +267,21 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
     return w.take().substr(1);  // without its '{'
   };
 
-  // One forward pass: the series, stopping at each point for its blame.
+  // One forward pass: the series and the garbage counts (churn, the garbage flame graph),
+  // stopping at each point for its blame.
   std::map<uint64_t, std::string> points;
   SeriesObserver series(t, limits);
+  replay::GarbageCounter garbage(t);
+  BothObservers both(series, garbage);
   r.seek(first);
   for (uint64_t limit : pointLimits) {
-    r.seek(limit, &series);
+    r.seek(limit, &both);
     points[limit] = pointAt(limit);
   }
   series.finish();
+  replay::ChurnResult c = replay::churn(r, a, garbage, first, last, replay::SortBy::kBytes,
+                                        o_.maxRows);
+  std::vector<replay::FoldedLine> garbageFolded = replay::foldedChurn(r, a, garbage);
   // The peak: the sample with the most live bytes (a seek back from the nearest checkpoint).
   size_t peakSample = 0;
   uint64_t best = 0;
@@ -365,7 +381,6 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   w.endArray();
 
   // Churn and the garbage flame graph over the whole log.
-  replay::ChurnResult c = replay::churn(r, a, first, last, replay::SortBy::kBytes, o_.maxRows);
   w.key("churn").beginObject().field("from", c.from).field("to", c.to);
   w.field("collectedBytes", c.collectedBytes).field("freedBytes", c.freedBytes);
   w.field("collectedObjects", c.collectedObjects).field("freedObjects", c.freedObjects);
@@ -377,7 +392,7 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   }
   w.endArray().endObject();
   w.key("garbageFlame");
-  writeFlame(w, in, replay::foldedChurn(r, a, first, last), o_.maxFlameStacks);
+  writeFlame(w, in, std::move(garbageFolded), o_.maxFlameStacks);
 
   writeStrings(w, "sites", in.siteJson);
   writeStrings(w, "frames", in.frameJson);
