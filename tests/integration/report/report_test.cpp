@@ -217,6 +217,27 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
 
   for (const char* point : {"level_end#2", "level_start#3"}) checkBlame(r.big, page, point);
 
+  // Growth between two points: the function rows of `heapman diff --csv` that changed.
+  {
+    std::string dom = dumpDom(page, "#from=level_start%232&to=level_end%232");
+    requireClean(dom);
+    std::vector<std::string> rows =
+        tags(dom, "data-table=\"growth\"", "</table>", "<tr class=\"hm-row[^>]*>");
+    REQUIRE(sh(q(REPORT_HEAPMAN) + " diff " + q(r.big) +
+                   " --from level_start#2 --to level_end#2 --csv -",
+               out) == 0);
+    auto want = csv(out);
+    REQUIRE(want[0][0] == "function");
+    REQUIRE(want[0][8] == "delta_bytes");
+    std::multiset<std::pair<std::string, std::string>> a, b;
+    for (size_t i = 1; i < want.size(); ++i)
+      if (want[i][8] != "0" || want[i][7] != "0")
+        a.insert({want[i][0], want[i][8][0] == '+' ? want[i][8].substr(1) : want[i][8]});
+    for (const std::string& t : rows) b.insert({attr(t, "data-function"), attr(t, "data-delta-bytes")});
+    REQUIRE(!a.empty());
+    CHECK(a == b);
+  }
+
   // The chart: one point per GC, named as the CLI names it, at the live bytes `gcs` reports.
   std::string dom = dumpDom(page);
   requireClean(dom);
