@@ -6,8 +6,9 @@
 #                         level 2, growth diff over level 2, churn, folded stacks) and write CSV
 #                         and folded-stack outputs; the same for the C# sample on mono-boehm
 #                         and the C++-heap sample, and the paths that hold the C# game's
-#                         leaked enemies (heap graph of a RAM dump: DOT, SVG, GEXF). Outputs
-#                         go to out/.
+#                         leaked enemies (heap graph of a RAM dump: DOT, SVG, GEXF); a heap
+#                         map of each game at a level end (PNG) and a video of each (MP4 with
+#                         WebVTT subtitles). Outputs go to out/.
 #   cmake/setup.sh test   build with -Werror, run every test (CTest), then build the reader's
 #                         libFuzzer target with clang and ASan/UBSan and fuzz it briefly.
 #                         This is what CI runs (.ci/run).
@@ -64,6 +65,16 @@ case "$mode" in
     "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
     "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
     "$bin"/heapman info out/native_game.hml --json >out/native_game-info.json
+    # Heap maps: each sample game's heap at a level end (PNG), and a video of each over its run
+    # (H.264 MP4, WebVTT subtitles of its events and frame numbers beside it).
+    "$bin"/heapman map out/gc_game.hml --at level_end#2 --color function -o out/gc_game-map.png
+    "$bin"/heapman video out/gc_game.hml --every frame:3 --color function -o out/gc_game-heap.mp4
+    "$bin"/heapman map out/mono_game.hml --at level_end#3 --color type -o out/mono_game-map.png
+    "$bin"/heapman video out/mono_game.hml --every frame:3 --color type -o out/mono_game-heap.mp4
+    "$bin"/heapman map out/native_game.hml --at level_end#2 --color function \
+      -o out/native_game-map.png
+    "$bin"/heapman video out/native_game.hml --every frame:2 --color function \
+      -o out/native_game-heap.mp4
     # One HTML page per sample game (live heap over time, blame, growth, churn, flame graphs,
     # retained sizes): self-contained, open it in a browser.
     for game in gc_game mono_game native_game; do
@@ -78,6 +89,8 @@ case "$mode" in
     echo "  mono_game.hml, mono_game-blame.csv, mono_game-diff.csv   the C# sample on mono-boehm"
     echo "  mono_game-enemy-paths.dot/.svg/.gexf   what holds its enemies after level 3 (Graphviz, Gephi)"
     echo "  native_game.hml, native_game-blame.csv, native_game-info.json   the C++ heap sample"
+    echo "  gc_game-map.png, mono_game-map.png, native_game-map.png   each game's heap at a level end"
+    echo "  gc_game-heap.mp4, mono_game-heap.mp4, native_game-heap.mp4 (+ .vtt)   its heap over the run"
     echo "  gc_game-report.html, mono_game-report.html, native_game-report.html   one HTML page per game"
     echo "report pages: $(cd out && for g in gc_game mono_game native_game; do printf '%s ' "$PWD/$g-report.html"; done)"
     ;;

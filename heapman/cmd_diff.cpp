@@ -1,5 +1,8 @@
 // heapman diff LOG --from POINT --to POINT: growth per blame function and per type between two
-// points; --born lists the objects born in between and still alive at --to.
+// points; --born lists the objects born in between and still alive at --to. Where both points
+// have RAM dumps, the objects of the two dumps compared too: new, survived and freed per type and
+// per site, with retained sizes.
+#include "heapman/graph/dump_diff.h"
 #include "session.h"
 
 namespace heapman::cli {
@@ -12,7 +15,7 @@ void options(po::options_description& o, po::positional_options_description&) {
       "born", "list objects born between A and B and alive at B")(
       "born-limit", po::value<size_t>()->default_value(1000), "at most N born objects (0: all)")(
       "by", po::value<std::string>()->default_value("functions"),
-      "table for CSV: functions | types | born");
+      "table for CSV: functions | types | born | dump-types | dump-sites");
   addQueryOptions(o);
 }
 
@@ -34,6 +37,27 @@ Table diffTable(const char* name, const char* key, const std::vector<replay::Dif
   return t;
 }
 
+Table dumpTable(const char* name, const char* key, const std::vector<graph::DumpDiffRow>& rows,
+                bool withSite) {
+  Table t{name, {{key}}, {}};
+  if (withSite) t.columns.push_back({"location"});
+  for (const char* c : {"new objects", "new bytes", "survived objects", "survived bytes",
+                        "freed objects", "freed bytes", "delta bytes", "retained A", "retained B",
+                        "delta retained"})
+    t.columns.push_back({c, true});
+  for (const auto& r : rows) {
+    std::vector<std::string> row{r.name};
+    if (withSite) row.push_back(r.location);
+    for (std::string v :
+         {num(r.newObjects), num(r.newBytes), num(r.survivedObjects), num(r.survivedBytes),
+          num(r.freedObjects), num(r.freedBytes), snum(r.deltaBytes()), num(r.retainedA),
+          num(r.retainedB), snum(int64_t(r.retainedB) - int64_t(r.retainedA))})
+      row.push_back(v);
+    t.add(row);
+  }
+  return t;
+}
+
 int run(Session& s, const po::variables_map& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t from = pointOf(s, vm, "from"), to = pointOf(s, vm, "to");
@@ -46,6 +70,7 @@ int run(Session& s, const po::variables_map& vm) {
   r.warnings = d.warnings;
   r.tables.push_back(diffTable("functions", "function", d.functions, true));
   r.tables.push_back(diffTable("types", "type", d.types, false));
+  addDumpDiff(s, a, from, to, sortOf(vm), topOf(vm), r);
   if (vm.count("born")) {
     Table t{"born",
             {{"seq", true}, {"address"}, {"size", true}, {"epoch", true}, {"type"}, {"function"}},
@@ -59,13 +84,36 @@ int run(Session& s, const po::variables_map& vm) {
   }
   OutputOptions o = outputOptions(vm);
   o.csvTable = vm["by"].as<std::string>();
-  if (o.csvTable != "functions" && o.csvTable != "types" && o.csvTable != "born")
-    throw UsageError("--by must be functions, types or born");
+  if (o.csvTable != "functions" && o.csvTable != "types" && o.csvTable != "born" &&
+      o.csvTable != "dump-types" && o.csvTable != "dump-sites")
+    throw UsageError("--by must be functions, types, born, dump-types or dump-sites");
   emit(r, o);
   return kExitOk;
 }
 
 }  // namespace
+
+void addDumpDiff(Session& s, replay::Attribution& a, uint64_t from, uint64_t to,
+                 replay::SortBy sort, size_t top, Report& r) {
+  graph::GraphSession& g = graph::graphSessionFor(*s.replay);
+  auto dumpA = graph::dumpedGcAt(*s.replay, g.store(), from);
+  auto dumpB = graph::dumpedGcAt(*s.replay, g.store(), to);
+  if (!dumpA || !dumpB) {
+    if (!g.store().dumpedGcs().empty())
+      r.meta.push_back({"objects", "not compared: " + std::string(!dumpA ? "A" : "B") +
+                                       " has no RAM dump (dumps: " + g.store().describeDumped() +
+                                       ")"});
+    return;
+  }
+  if (dumpA->gc == dumpB->gc) return;
+  graph::DumpDiffResult d = graph::dumpDiff(g, a, from, to, sort, top);
+  r.meta.push_back({"objects", "gc:" + std::to_string(d.gcA) + " and gc:" +
+                                   std::to_string(d.gcB) + " dumps: " + num(d.newObjects) +
+                                   " new, " + num(d.survivedObjects) + " survived, " +
+                                   num(d.freedObjects) + " freed"});
+  r.tables.push_back(dumpTable("dump-types", "type", d.types, false));
+  r.tables.push_back(dumpTable("dump-sites", "function", d.sites, true));
+}
 
 Table compareTable(const char* name, const char* key, const std::vector<replay::DiffRow>& rows,
                    bool withSite) {

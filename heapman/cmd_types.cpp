@@ -1,5 +1,6 @@
 // heapman types LOG [--at POINT] [--compare POINT]: live objects per type at a point; with
-// --compare, at both points and the generation born between them (FBAllocationTracker's view).
+// --compare, at both points and the generation born between them (FBAllocationTracker's view);
+// where both points have RAM dumps, also their objects compared (new / survived / freed).
 #include "session.h"
 
 namespace heapman::cli {
@@ -40,6 +41,11 @@ int run(Session& s, const po::variables_map& vm) {
       t.add({x.type, num(x.objectsB), num(x.bytesB)});
   }
   r.tables.push_back(std::move(t));
+  if (two) {
+    replay::Exclusions ex = exclusionsOf(vm);  // the Attribution keeps a reference
+    replay::Attribution a(s.replay->tables(), *s.namer, ex);
+    addDumpDiff(s, a, against, at, sortOf(vm), topOf(vm), r);
+  }
   emit(r, outputOptions(vm));
   return kExitOk;
 }

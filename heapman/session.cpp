@@ -19,6 +19,7 @@ extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb
     kTypesVerb, kCompareVerb, kStacksVerb;
 extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
     kPathsVerb, kGraphVerb;  // heap graph
+extern const ReplayVerb kMapVerb, kVideoVerb;  // heap-map pictures and videos
 extern const ReplayVerb kReportVerb;  // the HTML report
 
 const std::vector<ReplayVerb>& replayVerbs() {
@@ -27,6 +28,7 @@ const std::vector<ReplayVerb>& replayVerbs() {
                                          kTypesVerb,  kCompareVerb, kStacksVerb,
                                          kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
                                          kPathsVerb, kGraphVerb,
+                                         kMapVerb, kVideoVerb,
                                          kReportVerb};
   return v;
 }

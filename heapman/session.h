@@ -76,6 +76,13 @@ std::string defaultExclusionFile();  // ../share/heapman next to the binary, or 
 uint64_t pointOf(Session& s, const po::variables_map& vm, const char* option,
                  const char* dflt = nullptr);
 
+// Where both points name dumped GCs (or map to them): the objects of the two dumps compared
+// (new / survived / freed per type and site, retained sizes) as tables "dump-types" and
+// "dump-sites", and a line in the meta; otherwise a meta line saying why not, when the log has
+// dumps. cmd_diff.cpp; diff and types use it.
+void addDumpDiff(Session& s, replay::Attribution& a, uint64_t from, uint64_t to,
+                 replay::SortBy sort, size_t top, Report& r);
+
 // Thrown for bad input to a verb (exit code kExitUsage, the shell keeps running).
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -136,6 +136,8 @@ enum RootSource {
   monoHandle @6;
   monoStack @7;
   other @8;
+  markProcedure @9;               # pushed by a program's mark procedure from outside the heap
+  pushedRange @10;                # a range the program pushed (GC_push_all and relatives)
 }
 
 # ExtKind 6 (event): a root range registered or removed.

@@ -89,7 +89,7 @@ kj::ArrayPtr<const kj::byte> bytesOf(const std::vector<uint8_t>& v) {
 s::RootSource toSchema(RootSource v) { return static_cast<s::RootSource>(v); }
 RootSource fromSchema(s::RootSource v) {
   auto raw = static_cast<uint16_t>(v);
-  return raw <= static_cast<uint16_t>(RootSource::kOther) ? static_cast<RootSource>(raw)
+  return raw <= static_cast<uint16_t>(kLastRootSource) ? static_cast<RootSource>(raw)
                                                             : RootSource::kOther;
 }
 

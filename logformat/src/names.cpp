@@ -41,6 +41,8 @@ const char* rootSourceName(RootSource s) {
     case RootSource::kMonoHandle: return "mono_handle";
     case RootSource::kMonoStack: return "mono_stack";
     case RootSource::kOther: return "other";
+    case RootSource::kMarkProcedure: return "mark_procedure";
+    case RootSource::kPushedRange: return "pushed_range";
   }
   return "unknown";
 }

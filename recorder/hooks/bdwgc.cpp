@@ -90,6 +90,10 @@ struct Real {
 };
 #define HEAPMAN_REAL(fn) Real<decltype(::fn)> real_##fn{#fn}
 HEAPMAN_REAL(GC_base);
+HEAPMAN_REAL(GC_mark_and_push);
+HEAPMAN_REAL(GC_push_all);
+HEAPMAN_REAL(GC_push_all_eager);
+HEAPMAN_REAL(GC_push_conditional);
 HEAPMAN_REAL(GC_is_marked);
 HEAPMAN_REAL(GC_size);
 HEAPMAN_REAL(GC_get_prof_stats_unsafe);
@@ -276,6 +280,43 @@ pthread_t g_suspended[kMaxSuspended];
 std::atomic<int> g_suspendedCount{0};
 
 uint64_t g_gcStartNs = 0;
+// Pointers the program's own mark procedures push (GC_mark_and_push) from memory outside the
+// collected heap: guile's VM stacks are mmap'd and marked by the procedure of its thread objects,
+// so no root range holds what they keep alive. The collector treats these words as roots; the
+// recorder copies them into this table, which the root set then lists as one range (its bytes
+// dumped like a stack's). Filled by the marker threads while the world is stopped: a static table
+// and an atomic index, no lock, no allocation; words beyond its size are dropped (counted).
+constexpr size_t kMaxMarked = size_t{1} << 20;
+uint64_t g_marked[kMaxMarked];
+std::atomic<size_t> g_markedCount{0};
+
+void noteMarked(void* obj, void** src) {
+  // A source inside an object is that object's word: the dump holds it and the graph scans it.
+  if (src && real_GC_base.get()(src)) return;
+  size_t i = g_markedCount.fetch_add(1, std::memory_order_relaxed);
+  if (i < kMaxMarked) g_marked[i] = reinterpret_cast<uint64_t>(obj);
+}
+
+// Ranges the program pushes itself with GC_push_all / GC_push_all_eager / GC_push_conditional:
+// ECL turns off the collector's scan of static data (GC_set_no_dls) and pushes its roots from a
+// push-other-roots procedure. The collector calls the same functions for its own roots; only
+// calls from outside libgc's code count (the return address, against libgc's extent found at
+// start-up), and ranges that start inside a heap object (its bytes are dumped already) do not.
+// Same rules as above: filled while the world is stopped.
+constexpr size_t kMaxPushed = 4096;
+Range g_pushed[kMaxPushed];
+std::atomic<size_t> g_pushedCount{0};
+uint64_t g_libgcLow = 0, g_libgcHigh = 0;
+
+void notePushed(void* bottom, void* top, void* caller) {
+  auto c = reinterpret_cast<uint64_t>(caller);
+  if (c >= g_libgcLow && c < g_libgcHigh) return;
+  auto low = reinterpret_cast<uint64_t>(bottom), high = reinterpret_cast<uint64_t>(top);
+  if (high <= low || real_GC_base.get()(bottom)) return;
+  size_t i = g_pushedCount.fetch_add(1, std::memory_order_relaxed);
+  if (i < kMaxPushed) g_pushed[i] = {low, high};
+}
+
 uint32_t g_gcNumber = 0;
 
 // Heap size and free bytes, mapped memory only. The unsynchronized getter: the callers hold the
@@ -295,6 +336,8 @@ void emitGcBegin() {
   g_gcStartNs = monotonicNs();
   g_staticCount.store(0, std::memory_order_relaxed);
   g_suspendedCount.store(0, std::memory_order_relaxed);
+  g_markedCount.store(0, std::memory_order_relaxed);
+  g_pushedCount.store(0, std::memory_order_relaxed);
   Ring* r = threadRing();
   if (!r) return;
   HeapUsage use = heapUsage();
@@ -308,7 +351,7 @@ void emitGcBegin() {
 // The roots of the collection that is finishing: static data segments the collector reported,
 // ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
 // each with its recorder thread index where known. Allocation lock held (static storage).
-constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + 1;
+constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxPushed + 2;
 RootSetEntry g_roots[kMaxRoots];
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
@@ -332,6 +375,12 @@ size_t collectRoots(uint64_t mySp) {
       uint64_t from = gc::stackInUse(low, high, 0);
       add(from, high - from, log::RootSource::kThreadStack, gc::threadIndexOf(g_suspended[i]));
     }
+  size_t pushed = std::min(g_pushedCount.load(std::memory_order_relaxed), kMaxPushed);
+  for (size_t i = 0; i < pushed; ++i)
+    add(g_pushed[i].low, g_pushed[i].high - g_pushed[i].low, log::RootSource::kPushedRange);
+  size_t marked = std::min(g_markedCount.load(std::memory_order_relaxed), kMaxMarked);
+  add(reinterpret_cast<uint64_t>(g_marked), marked * sizeof(uint64_t),
+      log::RootSource::kMarkProcedure);
   if (gc::stackOf(pthread_self(), low, high)) {
     uint64_t from = gc::stackInUse(low, high, mySp);
     Ring* own = threadRing();
@@ -484,6 +533,32 @@ int GC_CALLBACK onStaticRoots(const char* name, void* start, size_t size) {
   return keep;
 }
 
+// The extent of the loaded module holding `inLibgc` (libgc's code): notePushed ignores the
+// collector's own calls.
+void findLibgc(void* inLibgc) {
+  struct Find {
+    uint64_t address, low = 0, high = 0;
+  } find{reinterpret_cast<uint64_t>(inLibgc)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* pi, size_t, void* arg) -> int {
+        auto& f = *static_cast<Find*>(arg);
+        uint64_t low = UINT64_MAX, high = 0;
+        for (int i = 0; i < pi->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = pi->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          low = std::min<uint64_t>(low, pi->dlpi_addr + ph.p_vaddr);
+          high = std::max<uint64_t>(high, pi->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        if (f.address < low || f.address >= high) return 0;
+        f.low = low;
+        f.high = high;
+        return 1;
+      },
+      &find);
+  g_libgcLow = find.low;
+  g_libgcHigh = find.high;
+}
+
 }  // namespace
 
 void initBdwgc() {
@@ -492,6 +567,14 @@ void initBdwgc() {
   if (!setter) return;  // not a bdwgc program
   gc::Collector collector;
   collector.isMarked = real_GC_is_marked.get();
+  // Called while the world is stopped (mark procedures, noteMarked): resolved now, since dlsym
+  // may take a lock a stopped thread holds.
+  real_GC_base.get();
+  real_GC_mark_and_push.get();
+  real_GC_push_all.get();
+  real_GC_push_all_eager.get();
+  real_GC_push_conditional.get();
+  findLibgc(reinterpret_cast<void*>(real_GC_base.get()));
   collector.size = real_GC_size.get();
   // libgc >= 7.6 (Debian 12 has 8.2); without it collected sets are not recorded.
   collector.enumerateReachable = reinterpret_cast<decltype(collector.enumerateReachable)>(
@@ -520,6 +603,25 @@ using namespace heapman::rec;
 using heapman::log::HeapKind;
 
 #define HEAPMAN_GC_REAL(fn) static Real<decltype(::fn)> real{#fn}
+
+// ---- what mark procedures push -------------------------------------------------------------
+HEAPMAN_EXPORT struct GC_ms_entry* GC_mark_and_push(void* obj, struct GC_ms_entry* msp,
+                                                    struct GC_ms_entry* lim, void** src) {
+  if (g.active.load(std::memory_order_relaxed)) noteMarked(obj, src);
+  return real_GC_mark_and_push.get()(obj, msp, lim, src);
+}
+HEAPMAN_EXPORT void GC_push_all(void* bottom, void* top) {
+  if (g.active.load(std::memory_order_relaxed)) notePushed(bottom, top, __builtin_return_address(0));
+  real_GC_push_all.get()(bottom, top);
+}
+HEAPMAN_EXPORT void GC_push_all_eager(void* bottom, void* top) {
+  if (g.active.load(std::memory_order_relaxed)) notePushed(bottom, top, __builtin_return_address(0));
+  real_GC_push_all_eager.get()(bottom, top);
+}
+HEAPMAN_EXPORT void GC_push_conditional(void* bottom, void* top, int all) {
+  if (g.active.load(std::memory_order_relaxed)) notePushed(bottom, top, __builtin_return_address(0));
+  real_GC_push_conditional.get()(bottom, top, all);
+}
 
 // ---- allocation entry points --------------------------------------------------------------
 HEAPMAN_EXPORT void* GC_malloc(size_t n) {

@@ -8,12 +8,16 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "heapman/logformat/ram_dump.h"
 #include "serial.h"
 
 namespace heapman::replay {
@@ -316,6 +320,13 @@ std::vector<uint8_t> writeTables(const LogTables& t) {
     o.var(a.stackId);
     o.var(a.typeId);
   }
+  o.u8(t.dumpCopiesIndexed);
+  o.var(t.dumpCopies.size());
+  for (const DumpCopy& c : t.dumpCopies) {
+    o.u64(c.hash);
+    o.var(c.chunk);
+    o.var(c.offset);
+  }
   return std::move(o.data());
 }
 
@@ -417,8 +428,51 @@ LogTables readTables(std::span<const uint8_t> raw) {
     a.stackId = in.var32();
     a.typeId = in.var32();
   }
+  t.dumpCopiesIndexed = in.u8() & 1;
+  t.dumpCopies.resize(in.count());
+  for (DumpCopy& c : t.dumpCopies) {
+    c.hash = in.u64();
+    c.chunk = in.var32();
+    c.offset = in.var32();
+  }
   if (!in.atEnd()) throw CursorOverrun("bytes after the tables");
   return t;
+}
+
+void indexDumpCopies(const LogReader& reader, LogTables& t, uint64_t budgetBytes) {
+  t.dumpCopies.clear();
+  t.dumpCopiesIndexed = false;
+  // Every stored segment's hash -> its first copy, and the hashes some later segment refers to.
+  std::unordered_map<uint64_t, DumpCopy> first;
+  std::unordered_set<uint64_t> referred;
+  std::vector<uint8_t> buf;
+  bool any = false;
+  try {
+    for (const ChunkRef& c : reader.chunks()) {
+      if (c.header.type != static_cast<uint16_t>(ChunkType::kRamDump)) continue;
+      any = true;
+      log::forEachRamSegment(reader.payload(c, buf), [&](const log::RamSegmentHeader& h) {
+        if (h.stored)
+          first.try_emplace(h.hash, DumpCopy{h.hash, static_cast<uint32_t>(c.number), h.bytesAt});
+        else
+          referred.insert(h.hash);
+      });
+    }
+  } catch (const std::exception&) {
+    return;  // a damaged dump chunk: the graph reads the dumps itself and reports it
+  }
+  if (!any) return;
+  for (uint64_t h : referred) {
+    auto it = first.find(h);
+    if (it != first.end()) t.dumpCopies.push_back(it->second);
+  }
+  if (t.dumpCopies.size() * 16 > budgetBytes) {  // ~16 bytes each in the tables
+    t.dumpCopies.clear();
+    return;
+  }
+  std::sort(t.dumpCopies.begin(), t.dumpCopies.end(),
+            [](const DumpCopy& a, const DumpCopy& b) { return a.hash < b.hash; });
+  t.dumpCopiesIndexed = true;
 }
 
 // ---- Writing and loading ------------------------------------------------------------------------

@@ -31,8 +31,9 @@
 
 namespace heapman::replay {
 
-// 2: JIT ranges in the tables; 3: delta checkpoints in columns, a byte budget (indexShare)
-inline constexpr uint32_t kIndexVersion = 3;
+// 2: JIT ranges in the tables; 3: delta checkpoints in columns, a byte budget (indexShare);
+// 4: the RAM dumps' first copies in the tables (LogTables::dumpCopies)
+inline constexpr uint32_t kIndexVersion = 4;
 inline constexpr uint64_t kIndexHeaderBytes = 96;
 
 // Start of loadIndexFile's reason for a path that holds something other than a regular file (a
@@ -80,6 +81,10 @@ struct Replay::Index {
 // The tables as bytes (the index's last blob, before LZ4) and back. readTables throws
 // log::CursorOverrun on malformed input.
 std::vector<uint8_t> writeTables(const LogTables& t);
+// Fills t.dumpCopies from the log's RAM dump chunks (each decompressed once): the first stored
+// copy of every content hash a later segment refers to. Left unindexed when the log has no
+// dump, a dump chunk is damaged, or the table would take more than `budgetBytes`.
+void indexDumpCopies(const log::LogReader& reader, LogTables& t, uint64_t budgetBytes);
 LogTables readTables(std::span<const uint8_t> raw);
 
 }  // namespace heapman::replay

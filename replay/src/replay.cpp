@@ -763,6 +763,13 @@ void Replay::init() {
       status_.why = "not written: the log is damaged";
       buildTables(true);
     }
+    // The RAM dumps' first copies: an eighth of the index's byte share at most (checkpoints
+    // take three quarters of it, the tables and directory the rest), 4 KiB for a small log.
+    if (!damage_)
+      indexDumpCopies(reader_, tables_,
+                      std::max<uint64_t>(reader_.bytes().size() /
+                                             std::max<uint64_t>(options_.indexShare, 1) / 8,
+                                         4096));
     status_.built = true;
     if (!where.empty()) {
       std::string err;

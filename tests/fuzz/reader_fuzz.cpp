@@ -136,13 +136,13 @@ struct Visitor {
     } else if constexpr (std::is_same_v<T, hl::GcEnd>) {
       mix(r.gcNumber + r.heapSize + r.freeBytes + r.pauseNs);
     } else if constexpr (std::is_same_v<T, hl::RootRange>) {
-      FUZZ_CHECK(r.source <= hl::RootSource::kOther);
+      FUZZ_CHECK(r.source <= hl::kLastRootSource);
       mix(r.added + r.address + r.size + static_cast<uint64_t>(r.source));
       mix(r.label);
     } else if constexpr (std::is_same_v<T, hl::RootSet>) {
       mix(r.gcNumber);
       for (const hl::RootEntry& e : r.roots) {
-        FUZZ_CHECK(e.source <= hl::RootSource::kOther);
+        FUZZ_CHECK(e.source <= hl::kLastRootSource);
         mix(e.address + e.size + static_cast<uint64_t>(e.source) + e.thread);
       }
     } else if constexpr (std::is_same_v<T, hl::CustomEvent>) {

@@ -10,12 +10,20 @@ namespace heapman::graph {
 ExportGraph collapsedGraph(GraphSession& s, replay::Attribution& a, uint64_t limit,
                            const CollapseRequest& req) {
   RetainedBy by = req.by == Collapse::kType ? RetainedBy::kType : RetainedBy::kFunction;
-  RetainedResult rows = retainedBy(s, a, limit, by, 0);  // also builds the graph and dominators
-  const HeapGraph& g = s.graph();
+  const HeapGraph& g = s.at(limit);
   const DominatorTree& dom = s.dominatorTree();
   const uint32_t n = g.nodeCount();
+  NodeGroups groups = groupNodes(s, a, by);
+  const size_t rows = groups.name.size();
+  std::vector<uint64_t> retained = retainedPerGroup(dom, groups.group, rows);
+  std::vector<uint64_t> bytes(rows, 0), objects(rows, 0);
+  for (uint32_t v = g.firstObject(); v < n; ++v) {
+    bytes[groups.group[v]] += g.size(v);
+    ++objects[groups.group[v]];
+  }
 
-  // Candidate nodes: each root range, each row; kept by retained size.
+  // Candidate nodes: each root range, each group (by retained size, then name); kept by
+  // retained size.
   struct Candidate {
     ExportNode node;
     bool keep = false;
@@ -31,27 +39,24 @@ ExportGraph collapsedGraph(GraphSession& s, replay::Attribution& a, uint64_t lim
     keyOf[r] = static_cast<uint32_t>(cand.size());
     cand.push_back({e});
   }
-  std::unordered_map<std::string, uint32_t> rowOf;
-  for (const RetainedRow& row : rows.rows) {
+  std::vector<uint32_t> byRetained(rows);
+  for (uint32_t i = 0; i < rows; ++i) byRetained[i] = i;
+  std::stable_sort(byRetained.begin(), byRetained.end(), [&](uint32_t x, uint32_t y) {
+    return retained[x] != retained[y] ? retained[x] > retained[y] : groups.name[x] < groups.name[y];
+  });
+  std::vector<uint32_t> candOfGroup(rows);
+  for (uint32_t i : byRetained) {
     ExportNode e;
-    e.label = row.name;
-    e.type = req.by == Collapse::kType ? row.name : "";
-    e.site = req.by == Collapse::kFunction ? row.name : "";
-    e.size = row.bytes;
-    e.retained = row.retained;
-    e.count = static_cast<uint32_t>(std::min<uint64_t>(row.objects, UINT32_MAX));
-    std::string key = req.by == Collapse::kType ? row.name : row.name + "\x1f" + row.location;
-    rowOf.emplace(key, static_cast<uint32_t>(cand.size()));
+    e.label = groups.name[i];
+    e.type = req.by == Collapse::kType ? groups.name[i] : "";
+    e.site = req.by == Collapse::kFunction ? groups.name[i] : "";
+    e.size = bytes[i];
+    e.retained = retained[i];
+    e.count = static_cast<uint32_t>(std::min<uint64_t>(objects[i], UINT32_MAX));
+    candOfGroup[i] = static_cast<uint32_t>(cand.size());
     cand.push_back({e});
   }
-  for (uint32_t v = g.firstObject(); v < n; ++v) {
-    NodeFacts f = factsOf(s, a, v, false);
-    std::string key = req.by == Collapse::kType
-                          ? f.type
-                          : (f.function.empty() ? "(untracked)" : f.function) + "\x1f" + f.location;
-    auto it = rowOf.find(key);
-    if (it != rowOf.end()) keyOf[v] = it->second;
-  }
+  for (uint32_t v = g.firstObject(); v < n; ++v) keyOf[v] = candOfGroup[groups.group[v]];
   std::vector<uint32_t> order;
   for (uint32_t c = 0; c < cand.size(); ++c)
     if (cand[c].node.retained >= req.minRetained) order.push_back(c);
@@ -86,7 +91,7 @@ ExportGraph collapsedGraph(GraphSession& s, replay::Attribution& a, uint64_t lim
   for (const auto& [fromTo, count] : edges)
     pic.edges.push_back({fromTo.first, fromTo.second, -1, count});
   pic.title = std::string("heap at gc:") + std::to_string(g.gc()) + ", " +
-              std::to_string(rows.totalObjects) + " objects, one node per " +
+              std::to_string(n - g.firstObject()) + " objects, one node per " +
               (req.by == Collapse::kType ? "type" : "allocating function") + " and root range";
   if (belowMin || overMax)
     pic.note = std::to_string(belowMin + overMax) + " of " + std::to_string(cand.size()) +

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "heapman/logformat/bytes.h"
+#include "heapman/logformat/ram_dump.h"
 
 namespace heapman::graph {
 
@@ -20,23 +21,27 @@ template <class F>
 void DumpStore::parse(size_t ramIndex, std::span<const uint8_t> raw, F&& f) const {
   const log::ChunkRef& c = *ram_[ramIndex];
   try {
-    log::ByteCursor in(raw.data(), raw.data() + raw.size());
-    while (!in.atEnd()) {
-      Header h;
-      h.kind = static_cast<log::SegmentKind>(in.byte());
-      h.stored = in.byte() & 1;
-      h.gc = static_cast<uint32_t>(in.varint());
-      h.address = in.varint();
-      h.length = in.varint();
-      h.hash = in.u64();
-      h.bytesAt = static_cast<uint32_t>(in.position() - raw.data());
-      if (h.stored) in.take(h.length);
-      f(h);
-    }
+    log::forEachRamSegment(raw, f);
   } catch (const log::CursorOverrun& e) {
     throw log::FormatError(log::ErrorCode::kBadRecord, c.offset, c.number,
                            std::string("RAM dump segment: ") + e.what());
   }
+}
+
+void DumpStore::useIndexedCopies(std::span<const replay::DumpCopy> copies) {
+  indexed_ = copies;
+  useIndex_ = true;
+}
+
+const DumpStore::Where* DumpStore::findIndexedCopy(uint64_t hash, Where& out) const {
+  auto it = std::lower_bound(indexed_.begin(), indexed_.end(), hash,
+                             [](const replay::DumpCopy& c, uint64_t h) { return c.hash < h; });
+  if (it == indexed_.end() || it->hash != hash) return nullptr;
+  auto r = std::lower_bound(ram_.begin(), ram_.end(), it->chunk,
+                            [](const log::ChunkRef* c, uint64_t n) { return c->number < n; });
+  if (r == ram_.end() || (*r)->number != it->chunk) return nullptr;
+  out = Where{static_cast<uint32_t>(r - ram_.begin()), it->offset};
+  return &out;
 }
 
 void DumpStore::listGcs() {
@@ -195,10 +200,12 @@ Dump DumpStore::load(uint32_t gc) {
     std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
     return std::string(b);
   };
-  // One pass: hash the chunks not hashed yet, take the GC's segments from its own chunks.
-  for (size_t i = std::min(hashed_, first); i <= last; ++i) {
+  // One pass: hash the chunks not hashed yet, take the GC's segments from its own chunks. With
+  // the index's table of first copies, only the GC's own chunks are read.
+  Where indexedWhere;
+  for (size_t i = useIndex_ ? first : std::min(hashed_, first); i <= last; ++i) {
     auto raw = reader_.payload(*ram_[i], buffer_);
-    bool hashing = i >= hashed_, mine = i >= first;
+    bool hashing = !useIndex_ && i >= hashed_, mine = i >= first;
     parse(i, raw, [&](const Header& h) {
       if (hashing && h.stored) addCopy(h.hash, Where{static_cast<uint32_t>(i), h.bytesAt});
       if (!mine || h.gc != gc || h.length == 0) return;
@@ -209,7 +216,7 @@ Dump DumpStore::load(uint32_t gc) {
         pieces.push_back({seg, {}});
         return;
       }
-      const Where* it = findCopy(h.hash);
+      const Where* it = useIndex_ ? findIndexedCopy(h.hash, indexedWhere) : findCopy(h.hash);
       if (!it)
         throw log::FormatError(log::ErrorCode::kBadRecord, ram_[i]->offset, ram_[i]->number,
                                "RAM dump segment at " + hex(h.address) +
@@ -219,7 +226,7 @@ Dump DumpStore::load(uint32_t gc) {
       pieces.push_back({seg, *it});
       deferred.push_back({seg, *it});
     });
-    hashed_ = std::max(hashed_, i + 1);
+    if (hashing) hashed_ = std::max(hashed_, i + 1);
   }
   // The first copies, each chunk decompressed once.
   std::sort(deferred.begin(), deferred.end(),

@@ -9,47 +9,75 @@
 
 namespace heapman::graph {
 
+// Which record chunks were decoded and what they held, for the graph builder; the RootSet
+// records of every GC seen and the layouts of every TypeDef seen. A session decodes each record
+// chunk at most once, whatever GCs it asks for.
+struct RecordFacts {
+  std::vector<const log::ChunkRef*> chunks;  // the record chunks, in file order
+  std::vector<uint8_t> decoded;              // per chunk: 1 once decoded
+  size_t prefix = 0;                         // chunks [0, prefix) are all decoded
+  std::unordered_map<uint32_t, std::vector<log::RootEntry>> rootSets;  // by GC number
+  std::unordered_map<uint32_t, ObjectLayout> layouts;                   // by type id
+  std::vector<uint8_t> buffer;
+};
+
+RecordFacts& DumpStore::recordFacts() {
+  if (!facts_) {
+    facts_ = std::make_shared<RecordFacts>();
+    for (const log::ChunkRef& c : reader_.chunks())
+      if (c.header.type == static_cast<uint16_t>(log::ChunkType::kRecords))
+        facts_->chunks.push_back(&c);
+    facts_->decoded.assign(facts_->chunks.size(), 0);
+  }
+  return *facts_;
+}
+
 namespace {
 
-// The RootSet record of GC `gc`: decodes the records chunks that overlap the GC's sequence range.
-std::vector<log::RootEntry> rootSetOf(const replay::Replay& r, uint32_t gc) {
-  std::vector<log::RootEntry> out;
+// Decodes record chunk i once: its RootSets and its types' layouts go into the cache.
+void decodeOnce(const replay::Replay& r, RecordFacts& f, size_t i) {
+  if (f.decoded[i]) return;
+  r.reader().decodeChunk(*f.chunks[i], f.buffer, [&](const auto& rec) {
+    using T = std::decay_t<decltype(rec)>;
+    if constexpr (std::is_same_v<T, log::RootSet>) {
+      auto& v = f.rootSets[rec.gcNumber];
+      v.insert(v.end(), rec.roots.begin(), rec.roots.end());
+    } else if constexpr (std::is_same_v<T, log::TypeDef>) {
+      if (rec.layout != log::TypeLayout::kUnknown)
+        f.layouts[rec.id] = {rec.layout, rec.refOffsets, rec.elementSize, rec.dataOffset};
+    }
+  });
+  f.decoded[i] = 1;
+  while (f.prefix < f.decoded.size() && f.decoded[f.prefix]) ++f.prefix;
+}
+
+// The RootSet record of GC `gc`: from the record chunks that overlap the GC's sequence range.
+const std::vector<log::RootEntry>& rootSetOf(const replay::Replay& r, RecordFacts& f,
+                                             uint32_t gc) {
+  static const std::vector<log::RootEntry> kNone;
   const replay::GcRecord* g = r.tables().gc(gc);
-  if (!g) return out;
-  const auto& chunks = r.reader().chunks();
-  std::vector<const log::ChunkRef*> recs;
-  for (const log::ChunkRef& c : chunks)
-    if (c.header.type == static_cast<uint16_t>(log::ChunkType::kRecords)) recs.push_back(&c);
-  std::vector<uint8_t> buf;
-  for (size_t i = 0; i < recs.size(); ++i) {
-    uint64_t from = recs[i]->header.firstSeq;
-    uint64_t to = i + 1 < recs.size() ? recs[i + 1]->header.firstSeq : UINT64_MAX;
+  if (!g) return kNone;
+  for (size_t i = 0; i < f.chunks.size(); ++i) {
+    uint64_t from = f.chunks[i]->header.firstSeq;
+    uint64_t to = i + 1 < f.chunks.size() ? f.chunks[i + 1]->header.firstSeq : UINT64_MAX;
     if (to < g->beginSeq || from > g->endSeq) continue;
-    r.reader().decodeChunk(*recs[i], buf, [&](const auto& rec) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(rec)>, log::RootSet>)
-        if (rec.gcNumber == gc) out.insert(out.end(), rec.roots.begin(), rec.roots.end());
-    });
+    decodeOnce(r, f, i);
   }
-  return out;
+  auto it = f.rootSets.find(gc);
+  return it == f.rootSets.end() ? kNone : it->second;
 }
 
 // The layouts of the managed types defined before GC `gc` ended (TypeDef records, format minor
-// 1): type id -> layout. Types without one (older logs, too many references) are absent.
-std::unordered_map<uint32_t, ObjectLayout> managedLayouts(const replay::Replay& r, uint32_t gc) {
-  std::unordered_map<uint32_t, ObjectLayout> out;
+// 1): type id -> layout, from every record chunk that starts before the GC's end. The cache may
+// hold types defined later (for a later GC asked before): no object of this GC has their ids,
+// since a type is defined before its first allocation, so they change nothing.
+const std::unordered_map<uint32_t, ObjectLayout>& managedLayouts(const replay::Replay& r,
+                                                                 RecordFacts& f, uint32_t gc) {
   const replay::GcRecord* g = r.tables().gc(gc);
-  if (!g) return out;
-  std::vector<uint8_t> buf;
-  for (const log::ChunkRef& c : r.reader().chunks()) {
-    if (c.header.type != static_cast<uint16_t>(log::ChunkType::kRecords)) continue;
-    if (c.header.firstSeq > g->endSeq) break;
-    r.reader().decodeChunk(c, buf, [&](const auto& rec) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(rec)>, log::TypeDef>)
-        if (rec.layout != log::TypeLayout::kUnknown)
-          out[rec.id] = {rec.layout, rec.refOffsets, rec.elementSize, rec.dataOffset};
-    });
-  }
-  return out;
+  if (!g) return f.layouts;
+  for (size_t i = f.prefix; i < f.chunks.size() && f.chunks[i]->header.firstSeq <= g->endSeq; ++i)
+    decodeOnce(r, f, i);
+  return f.layouts;
 }
 
 std::string baseName(const std::string& path) {
@@ -81,6 +109,9 @@ RootNode describeRoot(const replay::Replay& r, const DumpSegment& s,
       break;
     }
     case log::RootSource::kRegistered: n.label = "GC_add_roots range"; break;
+    // the recorder's copy of what they pushed: its address says nothing
+    case log::RootSource::kMarkProcedure: n.label = "pushed by mark procedures"; break;
+    case log::RootSource::kPushedRange: n.label = "range pushed by the program"; break;
     default: {
       n.label = log::rootSourceName(n.source);
       for (const log::ModuleLoad& m : r.tables().modules) {
@@ -126,11 +157,15 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
   size_t n = d.objects.size();
   std::vector<uint32_t> info(n);
   std::vector<uint8_t> flags(n);
-  // Managed objects are scanned through their class's layout where the log has it.
-  std::unordered_map<uint32_t, ObjectLayout> typeLayouts;
+  // Managed objects are scanned through their class's layout where the log has it (the record
+  // chunks before the GC's end, decoded once per session; the GC's root set comes from the
+  // same pass).
+  RecordFacts& facts = store.recordFacts();
+  static const std::unordered_map<uint32_t, ObjectLayout> kNoLayouts;
   bool managed = false;
   for (const replay::LiveObject& o : live) managed |= r.info(o.info()).heap == log::HeapKind::kManaged;
-  if (managed) typeLayouts = managedLayouts(r, gc);
+  const std::unordered_map<uint32_t, ObjectLayout>& typeLayouts =
+      managed ? managedLayouts(r, facts, gc) : kNoLayouts;
   Options opt;
   std::unordered_map<uint32_t, uint32_t> layoutIndex;  // type id -> 1 + index in opt.layouts
   if (!typeLayouts.empty()) opt.objectLayout.assign(n, 0);
@@ -167,7 +202,7 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
   }
   missing += live.size() - j;
   std::vector<replay::LiveObject>().swap(live);
-  std::vector<log::RootEntry> set = rootSetOf(r, gc);
+  const std::vector<log::RootEntry>& set = rootSetOf(r, facts, gc);
   std::vector<RootNode> roots;
   roots.reserve(d.roots.size());
   for (const DumpSegment& s : d.roots) roots.push_back(describeRoot(r, s, set));

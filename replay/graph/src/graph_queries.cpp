@@ -22,36 +22,31 @@ std::regex compile(const std::string& text, const char* option) {
 
 }  // namespace
 
+std::optional<DumpedPoint> dumpedGcAt(replay::Replay& r, DumpStore& store, uint64_t limit) {
+  for (uint32_t n : store.dumpedGcs()) {
+    const replay::GcRecord* g = r.tables().gc(n);
+    if (g && g->ended && g->endSeq + 1 == limit) return DumpedPoint{n, limit};
+  }
+  // A point just before a dumped collection (a custom event recorded with --ram-dumps
+  // event:NAME, whose dump is the next collection's): that collection's graph, the first
+  // collection to end after the point. Never a later one.
+  const replay::GcRecord* next = nullptr;
+  for (const replay::GcRecord& g : r.tables().gcs)
+    if (g.ended && g.endSeq + 1 > limit && (!next || g.endSeq < next->endSeq)) next = &g;
+  if (next && store.has(next->number)) return DumpedPoint{next->number, next->endSeq + 1};
+  return std::nullopt;
+}
+
 const HeapGraph& GraphSession::at(uint64_t limit) {
-  uint32_t gc = 0;
-  bool found = false;
-  for (uint32_t n : store_.dumpedGcs()) {
-    const replay::GcRecord* g = r_.tables().gc(n);
-    if (g && g->ended && g->endSeq + 1 == limit) {
-      gc = n;
-      found = true;
-      break;
-    }
-  }
-  if (!found) {
-    // A point just before a dumped collection (a custom event recorded with --ram-dumps
-    // event:NAME, whose dump is the next collection's): that collection's graph, the first
-    // collection to end after the point. Never a later one.
-    const replay::GcRecord* next = nullptr;
-    for (const replay::GcRecord& g : r_.tables().gcs)
-      if (g.ended && g.endSeq + 1 > limit && (!next || g.endSeq < next->endSeq)) next = &g;
-    if (next && store_.has(next->number)) {
-      gc = next->number;
-      found = true;
-      limit = next->endSeq + 1;
-    }
-  }
-  if (!found)
+  std::optional<DumpedPoint> p = dumpedGcAt(r_, store_, limit);
+  if (!p)
     throw GraphError(r_.describe(limit) + " has no RAM dump: the heap graph exists only just after "
                      "a dumped collection (--at gc:N); dumps in this log: " +
                      store_.describeDumped() +
                      ". Record with `heaprec run --ram-dumps every` (or every:N, or event:NAME "
                      "for the collection after a custom event)");
+  uint32_t gc = p->gc;
+  limit = p->limit;
   if (!graph_ || graph_->gc() != gc) {
     graph_.reset();
     dom_.reset();
@@ -338,29 +333,68 @@ RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limi
     }
     return res;
   }
-  // Key of each object: a type label or a blame site.
-  std::vector<uint32_t> key(n, UINT32_MAX);
-  std::unordered_map<std::string, uint32_t> ids;
-  for (uint32_t v = first; v < n; ++v) {
-    NodeFacts f = factsOf(s, a, v, false);
-    std::string k = by == RetainedBy::kType ? f.type : f.function + "\x1f" + f.location;
-    auto [it, fresh] = ids.try_emplace(k, static_cast<uint32_t>(res.rows.size()));
-    if (fresh) {
-      RetainedRow row;
-      if (by == RetainedBy::kType) {
-        row.name = f.type;
-      } else {
-        row.name = f.function.empty() ? "(untracked)" : f.function;
-        row.location = f.location;
-      }
-      res.rows.push_back(row);
-    }
-    key[v] = it->second;
-    res.rows[it->second].objects += 1;
-    res.rows[it->second].bytes += f.size;
+  NodeGroups groups = groupNodes(s, a, by);
+  res.rows.resize(groups.name.size());
+  for (size_t i = 0; i < res.rows.size(); ++i) {
+    res.rows[i].name = groups.name[i];
+    res.rows[i].location = groups.location[i];
   }
-  // A row's retained size: the retained sizes of its objects that no other object of the row
-  // dominates (a DFS of the dominator tree counting the row's objects on the current path).
+  for (uint32_t v = first; v < n; ++v) {
+    RetainedRow& row = res.rows[groups.group[v]];
+    row.objects += 1;
+    row.bytes += g.size(v);
+  }
+  std::vector<uint64_t> retained = retainedPerGroup(t, groups.group, res.rows.size());
+  for (size_t i = 0; i < res.rows.size(); ++i) res.rows[i].retained = retained[i];
+  std::stable_sort(res.rows.begin(), res.rows.end(), [](const RetainedRow& x, const RetainedRow& y) {
+    return x.retained != y.retained ? x.retained > y.retained : x.name < y.name;
+  });
+  if (top && res.rows.size() > top) res.rows.resize(top);
+  return res;
+}
+
+NodeGroups groupNodes(GraphSession& s, replay::Attribution& a, RetainedBy by) {
+  const HeapGraph& g = s.graph();
+  replay::Replay& r = s.replay();
+  prepareAll(s, a);
+  NodeGroups out;
+  out.group.assign(g.nodeCount(), UINT32_MAX);
+  std::unordered_map<std::string, uint32_t> ids;  // name '\x1f' location -> group
+  std::unordered_map<uint32_t, uint32_t> ofInfo;  // AllocInfo id (0: untracked) -> group
+  for (uint32_t v = g.firstObject(); v < g.nodeCount(); ++v) {
+    uint32_t infoId = g.objectInfo(v);
+    auto [at, fresh] = ofInfo.try_emplace(infoId);
+    if (fresh) {
+      std::string name = "(untracked)", location;
+      if (infoId) {
+        const replay::AllocInfo& info = r.info(infoId - 1);
+        if (by == RetainedBy::kType) {
+          name = replay::typeLabel(r.tables(), info);
+        } else {
+          const replay::Site& site = a.site(a.siteOf(info.stackId));
+          if (!site.function.empty()) name = site.function;
+          location = site.location;
+        }
+      }
+      auto [it, added] = ids.try_emplace(name + '\x1f' + location,
+                                         static_cast<uint32_t>(out.name.size()));
+      if (added) {
+        out.name.push_back(std::move(name));
+        out.location.push_back(std::move(location));
+      }
+      at->second = it->second;
+    }
+    out.group[v] = at->second;
+  }
+  return out;
+}
+
+std::vector<uint64_t> retainedPerGroup(const DominatorTree& t, std::span<const uint32_t> group,
+                                       size_t groups) {
+  // The retained sizes of a group's objects that no other object of the group dominates: a DFS
+  // of the dominator tree counting the group's objects on the current path.
+  const uint32_t n = static_cast<uint32_t>(t.idom.size());
+  std::vector<uint64_t> out(groups, 0);
   std::vector<uint32_t> childOff(n + 1, 0), child;
   for (uint32_t v = 1; v < n; ++v)
     if (t.idom[v] != UINT32_MAX) ++childOff[t.idom[v] + 1];
@@ -371,26 +405,21 @@ RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limi
     for (uint32_t v = 1; v < n; ++v)
       if (t.idom[v] != UINT32_MAX) child[fill[t.idom[v]]++] = v;
   }
-  std::vector<uint32_t> active(res.rows.size(), 0);
+  std::vector<uint32_t> active(groups, 0);
   std::vector<std::pair<uint32_t, uint32_t>> stack{{0, childOff[0]}};
   while (!stack.empty()) {
     auto& [v, e] = stack.back();
     if (e == childOff[v + 1]) {
-      if (key[v] != UINT32_MAX) --active[key[v]];
+      if (v < group.size() && group[v] != UINT32_MAX) --active[group[v]];
       stack.pop_back();
       continue;
     }
     uint32_t c = child[e++];
-    if (key[c] != UINT32_MAX) {
-      if (active[key[c]]++ == 0) res.rows[key[c]].retained += t.retained[c];
-    }
+    if (c < group.size() && group[c] != UINT32_MAX && active[group[c]]++ == 0)
+      out[group[c]] += t.retained[c];
     stack.push_back({c, childOff[c]});
   }
-  std::stable_sort(res.rows.begin(), res.rows.end(), [](const RetainedRow& x, const RetainedRow& y) {
-    return x.retained != y.retained ? x.retained > y.retained : x.name < y.name;
-  });
-  if (top && res.rows.size() > top) res.rows.resize(top);
-  return res;
+  return out;
 }
 
 }  // namespace heapman::graph

@@ -1,8 +1,10 @@
 // HeapGraph (heap_graph.h): the address map, the two-pass scan into CSR, reachability.
 #include "heapman/graph/heap_graph.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 namespace heapman::graph {
 
@@ -22,9 +24,7 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<ui
   map_.build(
       static_cast<uint32_t>(n), [&](uint32_t i) { return dump_.objects[i].address; },
       [&](uint32_t i) { return dump_.objects[i].length; });
-  offsets_.assign(n + roots_.size() + 2, 0);
-  scanAll<false>();
-  scanAll<true>();
+  scan();
   stats_.scanSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.objects = n;
@@ -33,80 +33,113 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<ui
     stats_.untracked += (f & kUntracked) != 0;
     stats_.rootObjects += (f & kRootObject) != 0;
   }
-  std::vector<uint8_t> seen = reachableBytes();
-  for (uint32_t i = firstObject(); i < nodeCount(); ++i)
-    if (!seen[i]) ++((flags_[i - firstObject()] & kUntracked) ? stats_.unreachableUntracked
-                                                              : stats_.unreachable);
   stats_.graphBytes = info_.capacity() * 4 + flags_.capacity() + offsets_.capacity() * 4 +
                       targets_.capacity() * 4 + map_.memoryBytes();
 }
 
-// Pass 1 (kFill false) counts each node's edges into offsets_[n + 1]; then a prefix sum; pass 2
-// writes the targets. The super-root's edges come first.
-template <bool kFill>
-void HeapGraph::scanAll() {
-  const uint32_t first = firstObject();
-  const bool interior = options_.interiorPointers;
-  uint32_t* cursor = nullptr;
-  std::vector<uint32_t> next;
-  if constexpr (kFill) {
-    for (size_t i = 1; i < offsets_.size(); ++i) {
-      uint64_t s = uint64_t{offsets_[i]} + offsets_[i - 1];
-      if (s > UINT32_MAX) throw GraphError("more than 2^32 edges");
-      offsets_[i] = static_cast<uint32_t>(s);
-    }
-    targets_.resize(offsets_.back());
-    next.assign(offsets_.begin(), offsets_.end() - 1);
-    cursor = targets_.data();
-  }
-  auto edge = [&](uint32_t from, uint32_t to) {
-    if constexpr (kFill)
-      cursor[next[from]++] = to;
-    else
-      ++offsets_[from + 1];
-  };
-  // Super-root.
-  for (uint32_t r = 1; r <= rootCount(); ++r) edge(0, r);
-  for (uint32_t i = 0; i < flags_.size(); ++i)
-    if (flags_[i] & kRootObject) edge(0, first + i);
+void HeapGraph::countUnreachable() const {
+  std::vector<uint8_t> seen = reachableBytes();
+  for (uint32_t i = firstObject(); i < nodeCount(); ++i)
+    if (!seen[i]) ++((flags_[i - firstObject()] & kUntracked) ? stats_.unreachableUntracked
+                                                              : stats_.unreachable);
+  reachCounted_ = true;
+}
 
-  uint64_t edges = 0, rootEdges = 0, misses = 0, scanned = 0, skipped = 0, bytes = 0;
-  // acceptInterior: interiorFrom(node) (the collector's setting; thread stacks always).
-  auto scan = [&](uint32_t node, const DumpSegment& s, bool acceptInterior) {
-    const uint8_t* p = dump_.data(s);
-    uint64_t skip = (8 - (s.address & 7)) & 7;  // the collector scans aligned words only
-    if (s.length < skip + 8) return uint64_t{0};
-    const uint8_t* end = p + s.length - 7;
-    uint64_t n = 0;
-    for (const uint8_t* w = p + skip; w < end; w += 8) {
+namespace {
+
+// Growable output of the scan: a buffer sized to an upper bound of the edges (one per word
+// scanned), so the hot loop writes without a capacity check; pages never written are never
+// touched.
+struct EdgeBuffer {
+  std::unique_ptr<uint32_t[]> data;
+  uint64_t size = 0, capacity = 0;
+  explicit EdgeBuffer(uint64_t n) : data(new uint32_t[n]), capacity(n) {}
+  void reserveMore(uint64_t more) {
+    if (size + more <= capacity) return;
+    uint64_t c = std::max(capacity * 2, size + more);
+    std::unique_ptr<uint32_t[]> d(new uint32_t[c]);
+    std::memcpy(d.get(), data.get(), size * 4);
+    data = std::move(d);
+    capacity = c;
+  }
+};
+
+}  // namespace
+
+// One pass over the nodes in id order: the super-root's edges, each root range's, each scanned
+// object's. A node's edges are appended as its words are read, so offsets_[v + 1] is the edge
+// count when the scan leaves v: no counting pass.
+void HeapGraph::scan() {
+  const uint32_t first = firstObject();
+  const size_t n = flags_.size();
+  offsets_.assign(n + roots_.size() + 2, 0);
+  // Every word read gives at most one edge; managed layouts are checked as they are scanned.
+  EdgeBuffer out(dump_.byteCount / 8 + roots_.size() + n + 1);
+  uint32_t* o = out.data.get();
+  // Super-root.
+  for (uint32_t r = 1; r <= rootCount(); ++r) *o++ = r;
+  for (uint32_t i = 0; i < n; ++i)
+    if (flags_[i] & kRootObject) *o++ = first + i;
+  offsets_[1] = static_cast<uint32_t>(o - out.data.get());
+
+  uint64_t misses = 0, scanned = 0, skipped = 0, bytes = 0;
+  // The aligned words of [p, p + len) (the collector scans aligned words only) into o.
+  auto words = [&]<bool kInterior>(const uint8_t* p, uint64_t len, uint64_t address) {
+    uint64_t skip = (8 - (address & 7)) & 7;
+    bytes += len;
+    if (len < skip + 8) return;
+    const uint8_t* end = p + len - 7;
+    uint32_t* w = o;
+    uint64_t miss = 0;
+    for (const uint8_t* q = p + skip; q < end; q += 8) {
       uint64_t v;
-      std::memcpy(&v, w, 8);
-      uint32_t t = map_.find(v, acceptInterior);
-      if (t != AddressMap::kNone) {
-        edge(node, first + t);
-        ++n;
-      } else if (!kFill && map_.inObjectPage(v)) {
-        ++misses;
-      }
+      std::memcpy(&v, q, 8);
+      uint32_t t = map_.lookup(v, kInterior);
+      if (t < AddressMap::kMiss)
+        *w++ = first + t;
+      else
+        miss += t == AddressMap::kMiss;
     }
-    bytes += s.length;
-    return n;
+    o = w;
+    misses += miss;
   };
-  for (uint32_t r = 0; r < rootCount(); ++r)
-    rootEdges += scan(r + 1, dump_.roots[r], interiorFrom(r + 1));
-  edges = rootEdges;
+  auto scanRange = [&](const DumpSegment& s, bool interior) {
+    if (interior)
+      words.template operator()<true>(dump_.data(s), s.length, s.address);
+    else
+      words.template operator()<false>(dump_.data(s), s.length, s.address);
+  };
+  auto edgeCount = [&] { return static_cast<uint64_t>(o - out.data.get()); };
+  auto close = [&](uint32_t node) {
+    uint64_t e = edgeCount();
+    if (e > UINT32_MAX) throw GraphError("more than 2^32 edges");
+    offsets_[node + 1] = static_cast<uint32_t>(e);
+  };
+  const uint64_t superEdges = edgeCount();
+  for (uint32_t r = 0; r < rootCount(); ++r) {
+    scanRange(dump_.roots[r], interiorFrom(r + 1));
+    close(r + 1);
+  }
+  const uint64_t rootEdges = edgeCount() - superEdges;
   // A managed object with a known layout: only its reference words (the collector's own view:
   // mono-boehm scans them through the class's GC descriptor).
+  const bool interior = options_.interiorPointers;
   uint64_t precise = 0, preciseEdges = 0;
-  auto scanLayout = [&](uint32_t node, const DumpSegment& s, const ObjectLayout& l) {
+  auto scanLayout = [&](const DumpSegment& s, const ObjectLayout& l) {
     const uint8_t* p = dump_.data(s);
-    uint64_t n = 0;
+    uint64_t refs = l.refOffsets.size();
+    if (l.kind != log::TypeLayout::kFields)
+      refs *= l.elementSize && s.length > l.dataOffset ? (s.length - l.dataOffset) / l.elementSize
+                                                         : 0;
+    uint64_t at = edgeCount();
+    out.reserveMore(refs);
+    o = out.data.get() + at;
     auto word = [&](uint64_t off) {
       if (off + 8 > s.length) return;
       uint64_t v;
       std::memcpy(&v, p + off, 8);
       uint32_t t = map_.find(v, interior);
-      if (t != AddressMap::kNone) edge(node, first + t), ++n;
+      if (t != AddressMap::kNone) *o++ = first + t;
     };
     if (l.kind == log::TypeLayout::kFields) {
       for (uint32_t off : l.refOffsets) word(off);
@@ -115,34 +148,33 @@ void HeapGraph::scanAll() {
         for (uint32_t off : l.refOffsets) word(e + off);
     }
     bytes += s.length;
-    return n;
+    preciseEdges += edgeCount() - at;
   };
-  for (uint32_t i = 0; i < flags_.size(); ++i) {
+  const bool layouts = !options_.objectLayout.empty();
+  for (uint32_t i = 0; i < n; ++i) {
     if (!(flags_[i] & kScan)) {
       ++skipped;
-      continue;
-    }
-    ++scanned;
-    uint32_t layout = options_.objectLayout.empty() ? 0 : options_.objectLayout[i];
-    if (layout) {
-      uint64_t found = scanLayout(first + i, dump_.objects[i], options_.layouts[layout - 1]);
-      ++precise;
-      preciseEdges += found;
-      edges += found;
     } else {
-      edges += scan(first + i, dump_.objects[i], interior);
+      ++scanned;
+      uint32_t layout = layouts ? options_.objectLayout[i] : 0;
+      if (layout) {
+        scanLayout(dump_.objects[i], options_.layouts[layout - 1]);
+        ++precise;
+      } else {
+        scanRange(dump_.objects[i], interior);
+      }
     }
+    close(first + i);
   }
-  if constexpr (!kFill) {
-    stats_.edges = edges;
-    stats_.rootEdges = rootEdges;
-    stats_.hitsInNoObject = misses;
-    stats_.scannedObjects = scanned;
-    stats_.skippedObjects = skipped;
-    stats_.scannedBytes = bytes;
-    stats_.preciseObjects = precise;
-    stats_.preciseEdges = preciseEdges;
-  }
+  stats_.edges = edgeCount() - superEdges;
+  stats_.rootEdges = rootEdges;
+  stats_.hitsInNoObject = misses;
+  stats_.scannedObjects = scanned;
+  stats_.skippedObjects = skipped;
+  stats_.scannedBytes = bytes;
+  stats_.preciseObjects = precise;
+  stats_.preciseEdges = preciseEdges;
+  targets_.assign(out.data.get(), out.data.get() + edgeCount());
 }
 
 std::vector<bool> HeapGraph::reachable() const {
@@ -161,7 +193,10 @@ std::vector<uint8_t> HeapGraph::reachableBytes() const {
       if (!seen[t]) {
         seen[t] = 1;
         todo.push_back(t);
+        __builtin_prefetch(&offsets_[t]);  // read when t is taken: a cache miss on a big heap
       }
+    // The next node taken is the last pushed: start loading its edges.
+    if (!todo.empty()) __builtin_prefetch(&targets_[offsets_[todo.back()]]);
   }
   return seen;
 }

@@ -357,3 +357,138 @@ TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph
   }
   CHECK(chain);
 }
+
+// diff and types over two dumps: the objects of dump_diff_truth's two collections compared by
+// address and birth, per allocating function: its survivors, the dropped objects the collector
+// reclaimed (as its disappearing links say), the new ones, and retained sizes at both points.
+TEST_CASE("heapman diff over two dumps: new, survived and freed objects per site", "[graph][truth]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/dump_diff.hml", out;
+  // The program's stdout only (sh() adds 2>&1 outside the parentheses).
+  REQUIRE(sh(std::string("('") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log + "' -- '" +
+                 GRAPH_DUMP_DIFF_TRUTH + "' 2>/dev/null)",
+             out) == 0);
+  std::map<std::string, unsigned long> said;
+  {
+    std::istringstream in(out);
+    std::string k;
+    unsigned long v;
+    while (in >> k >> v) said[k] = v;
+  }
+  REQUIRE(said.count("gc2"));
+  const unsigned long collected = said["dropped_collected"];
+  INFO("dropped objects the collector reclaimed: " << collected);
+  REQUIRE(collected >= 5);  // a stale stack copy may keep one; the log records what happened
+
+  std::string cmd = std::string("'") + GRAPH_HEAPMAN + "' diff '" + log + "' --from gc:" +
+                    std::to_string(said["gc1"]) + " --to gc:" + std::to_string(said["gc2"]);
+  REQUIRE(sh(cmd + " --by dump-sites --csv -", out) == 0);
+  // function,location,new objects,new bytes,survived objects,survived bytes,freed objects,
+  // freed bytes,delta bytes,retained A,retained B,delta retained
+  std::map<std::string, std::vector<long long>> rows;
+  std::istringstream in(out);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line.rfind("function,location,new_objects,", 0) == 0);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ls(line);
+    for (std::string c; std::getline(ls, c, ',');) cells.push_back(c);
+    if (cells.size() != 12) continue;
+    std::vector<long long> v;
+    for (size_t i = 2; i < 12; ++i) v.push_back(std::stoll(cells[i]));
+    rows[cells[0]] = v;
+  }
+  INFO(out);
+  REQUIRE(rows.count("keep_old"));
+  REQUIRE(rows.count("drop_old"));
+  REQUIRE(rows.count("make_new"));
+  const std::vector<long long>&keep = rows["keep_old"], &drop = rows["drop_old"],
+                            &made = rows["make_new"];
+  // new objects, survived objects, freed objects
+  CHECK(keep[0] == 0);
+  CHECK(keep[2] == 10);
+  CHECK(keep[4] == 0);
+  CHECK(made[0] == 7);
+  CHECK(made[2] == 0);
+  CHECK(made[4] == 0);
+  CHECK(drop[0] == 0);
+  CHECK(drop[2] == 6 - static_cast<long long>(collected));
+  CHECK(drop[4] == static_cast<long long>(collected));
+  // Each object is held from the static tables only: a site retains exactly its own bytes.
+  CHECK(keep[7] == keep[3]);   // retained A = survived bytes
+  CHECK(keep[8] == keep[3]);   // retained B
+  CHECK(made[7] == 0);
+  CHECK(made[8] == made[1]);   // retained B = new bytes
+  CHECK(drop[8] == drop[3]);
+  CHECK(keep[3] >= 10 * 40);
+  CHECK(made[1] >= 7 * 72);
+  CHECK(made[6] == made[1]);   // delta bytes
+
+  // types --compare shows the same comparison; a point after the last dump says why not.
+  REQUIRE(sh(std::string("'") + GRAPH_HEAPMAN + "' types '" + log + "' --at gc:" +
+                 std::to_string(said["gc2"]) + " --compare gc:" + std::to_string(said["gc1"]),
+             out) == 0);
+  CHECK(out.find("dump-types") != std::string::npos);
+  // Its totals are the sums over the sites (the collector's own untracked blocks included: the
+  // disappearing links' entries).
+  long long sums[3] = {0, 0, 0};
+  for (const auto& [name, v] : rows) sums[0] += v[0], sums[1] += v[2], sums[2] += v[4];
+  CHECK(sums[0] == 7);
+  CHECK(out.find(std::to_string(sums[0]) + " new, " + std::to_string(sums[1]) + " survived, " +
+                 std::to_string(sums[2]) + " freed") != std::string::npos);
+  REQUIRE(sh(cmd.substr(0, cmd.find(" --from")) + " --from start --to end", out) == 0);
+  CHECK(out.find("not compared: B has no RAM dump") != std::string::npos);
+}
+
+// Objects held only from memory a custom kind's mark procedure pushes (guile's VM stacks are
+// such), or from a range the program pushes itself (ECL's roots): the recorder keeps what
+// GC_mark_and_push was given from outside the heap, and the ranges pushed from outside libgc, as
+// roots, so they are reachable, from a root of that kind, and nothing alive is left unreachable.
+TEST_CASE("roots that only the program's mark and push procedures know are in the graph",
+          "[graph][truth]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/mark_proc.hml", out;
+  // The program's stdout only (sh() adds 2>&1 outside the parentheses).
+  REQUIRE(sh(std::string("('") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log + "' -- '" +
+                 GRAPH_MARK_PROC_TRUTH + "' 2>/dev/null)",
+             out) == 0);
+  std::map<std::string, uint64_t> at;
+  uint32_t gc = 0;
+  {
+    std::istringstream in(out);
+    std::string k, v;
+    while (in >> k >> v) {
+      if (k == "gc")
+        gc = static_cast<uint32_t>(std::stoul(v));
+      else
+        at[k] = std::stoull(v, nullptr, 16);
+    }
+  }
+  REQUIRE(at.size() == 6);
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(log, ro);
+  DumpStore store(r.reader());
+  auto g = HeapGraph::atGc(r, store, gc);
+  CHECK(g->stats().unreachable == 0);
+  std::vector<bool> seen = g->reachable();
+  for (const char* name : {"marked0", "marked1", "marked2"}) {
+    INFO(name);
+    uint32_t n = g->objectAt(at[name], false);
+    REQUIRE(n != kNoNode);
+    CHECK(seen[n]);
+    // (a stale copy of the address on the collecting thread's stack may point to it too)
+    CHECK(rootsPointingTo(*g, n).count(log::RootSource::kMarkProcedure) == 1);
+  }
+  for (const char* name : {"pushed0", "pushed1"}) {
+    INFO(name);
+    uint32_t n = g->objectAt(at[name], false);
+    REQUIRE(n != kNoNode);
+    CHECK(seen[n]);
+    CHECK(rootsPointingTo(*g, n).count(log::RootSource::kPushedRange) == 1);
+  }
+  for (uint32_t root = 1; root <= g->rootCount(); ++root)
+    if (g->root(root).source == log::RootSource::kMarkProcedure)
+      CHECK(g->root(root).label == "pushed by mark procedures");
+}

@@ -1,9 +1,13 @@
 // The graph of an in-memory log with known objects and pointers: every edge, the root ranges,
 // atomic objects not scanned, interior pointers on or off, hits in no object, an unreachable
 // object, dominators; and a second GC whose dump is all deduplicated segments.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -175,6 +179,45 @@ TEST_CASE("deduplicated segments take the bytes of their first copy", "[graph]")
   }
   auto g = HeapGraph::atGc(r, store, 2);
   CHECK(g->stats().edges == 7);
+}
+
+TEST_CASE("the index's table of first copies loads a dump as reading every dump before it does",
+          "[graph]") {
+  std::vector<uint8_t> bytes = writeLog(nullptr);
+  replay::Replay r(log::LogReader::fromBytes(bytes), quiet());
+  REQUIRE(r.tables().dumpCopiesIndexed);
+  CHECK(r.tables().dumpCopies.size() == 8);  // GC 2 refers to each of GC 1's 8 segments
+  DumpStore scanning(r.reader()), indexed(r.reader());
+  indexed.useIndexedCopies(r.tables().dumpCopies);
+  for (uint32_t gc : {2u, 1u}) {
+    Dump a = scanning.load(gc), b = indexed.load(gc);
+    REQUIRE(a.bytes == b.bytes);
+    REQUIRE(a.objects.size() == b.objects.size());
+    for (size_t i = 0; i < a.objects.size(); ++i) {
+      CHECK(a.objects[i].address == b.objects[i].address);
+      CHECK(a.objects[i].offset == b.objects[i].offset);
+    }
+    CHECK(a.dedupSegments == b.dedupSegments);
+  }
+  // Through LOG.hmx: written by the first open, read back by the second.
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("heapman-graph-copies-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "dumps.hml").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  replay::ReplayOptions o;
+  o.notes = nullptr;
+  { replay::Replay first(path, o); }
+  replay::Replay second(path, o);
+  CHECK_FALSE(second.index().built);
+  CHECK(second.tables().dumpCopiesIndexed);
+  CHECK(second.tables().dumpCopies == r.tables().dumpCopies);
+  GraphSession s(second);
+  CHECK(s.at(second.resolve("gc:2")).stats().edges == 7);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a GC without a dump: the error lists the dumped ones and how to record", "[graph]") {

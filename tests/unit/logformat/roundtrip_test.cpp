@@ -135,7 +135,7 @@ std::vector<Record> edgeRecords() {
   // Garbage collections with root sets and collected sets (sorted input).
   r.push_back(GcBegin{e(), 1, 1u << 30, -1});
   RootSet rs{e(), 1, {}};
-  for (int s = 0; s <= static_cast<int>(RootSource::kOther); ++s)
+  for (int s = 0; s <= static_cast<int>(kLastRootSource); ++s)
     rs.roots.push_back({0x60'1000 + 0x100u * static_cast<uint64_t>(s), 0x2000,
                         static_cast<RootSource>(s), static_cast<uint32_t>(s)});
   rs.roots.push_back({kHuge, 0, RootSource::kMonoHandle, kU32Max});
@@ -153,7 +153,7 @@ std::vector<Record> edgeRecords() {
   r.push_back(GcBegin{e(), kU32Max, k2p40, std::numeric_limits<int32_t>::min()});
   r.push_back(GcEnd{e(), kU32Max, k2p40, k2p40, kU64Max});
   // Root ranges for every source, added and removed.
-  for (int s = 0; s <= static_cast<int>(RootSource::kOther); ++s)
+  for (int s = 0; s <= static_cast<int>(kLastRootSource); ++s)
     r.push_back(RootRange{e(), s % 2 == 0, 0x60'0000 + static_cast<uint64_t>(s), 0x100,
                           static_cast<RootSource>(s), s % 3 ? "label " + std::to_string(s) : ""});
   r.push_back(RootRange{e(), false, kHuge, k2p40, RootSource::kRegistered, "top"});

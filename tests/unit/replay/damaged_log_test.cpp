@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "heapman/logformat/summary.h"
+#include "../logformat/test_support.h"  // formatErrorOf, HandChunk
 #include "test_log.h"
 
 using namespace rtest;
@@ -23,23 +24,7 @@ ReplayOptions quiet(bool intactPrefix = false) {
   return o;
 }
 
-template <class F>
-std::optional<FormatError> formatErrorOf(F&& f) {
-  try {
-    f();
-  } catch (const FormatError& e) {
-    return e;
-  }
-  return std::nullopt;
-}
-
-void varint(std::vector<uint8_t>& b, uint64_t v) {
-  while (v >= 0x80) {
-    b.push_back(static_cast<uint8_t>(v | 0x80));
-    v >>= 7;
-  }
-  b.push_back(static_cast<uint8_t>(v));
-}
+using hmtest::formatErrorOf;
 
 // Copies every chunk of `log` into a new log with the real writer (so every checksum is
 // right), writing the chunk numbered `twice` a second time right after itself.
@@ -77,16 +62,9 @@ TEST_CASE("a stack node id beyond what the log holds is refused, not allocated",
   // One records chunk: T = {STACK_NATIVE}, M = zz(id - 0), zz(id - parent 0), zz(frame 0x1000).
   // Valid checksums (the real writer); the old engine sized its stack table by the id: 64 GiB.
   const uint64_t id = 0xFFFFFFF0u;
-  std::vector<uint8_t> m;
-  varint(m, id * 2);
-  varint(m, id * 2);
-  varint(m, 0x1000 * 2);
-  std::vector<uint8_t> payload;
-  varint(payload, 1);  // T
-  varint(payload, 0);  // A
-  varint(payload, 0);  // S
-  payload.push_back(0x5C);
-  payload.insert(payload.end(), m.begin(), m.end());
+  hmtest::HandChunk c;
+  c.stackNode(false, static_cast<int64_t>(id), static_cast<int64_t>(id), 0x1000);
+  std::vector<uint8_t> payload = c.payload();
   LogBuilder b;
   b.writer.writeRawChunk(static_cast<uint16_t>(ChunkType::kRecords), payload, 0, 1);
   auto log = b.finish();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "heapman/replay/symbolizer.h"
+#include "modules.h"  // the recorder's module scan
 #include "symtest_lib.h"
 
 namespace fs = std::filesystem;
@@ -27,68 +28,13 @@ using heapman::replay::SymbolizerOptions;
 
 namespace {
 
-std::vector<uint8_t> buildIdOf(const dl_phdr_info* pi) {
-  for (int i = 0; i < pi->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = pi->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    auto* p = reinterpret_cast<const uint8_t*>(pi->dlpi_addr + ph.p_vaddr);
-    const uint8_t* end = p + ph.p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
-      const uint8_t* name = p + sizeof(ElfW(Nhdr));
-      const uint8_t* desc = name + ((nh->n_namesz + 3) & ~3u);
-      const uint8_t* next = desc + ((nh->n_descsz + 3) & ~3u);
-      if (next > end) break;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-        return std::vector<uint8_t>(desc, desc + nh->n_descsz);
-      p = next;
-    }
-  }
-  return {};
-}
-
-// The loaded module holding `address`, as the recorder writes it into ModuleLoad.
+// The loaded module holding `address`, as the recorder writes it into ModuleLoad (its own scan).
 ModuleLoad moduleOf(uint64_t address) {
-  struct Search {
-    uint64_t address;
-    bool first = true;
-    ModuleLoad found;
-  } search{address};
-  dl_iterate_phdr(
-      [](dl_phdr_info* pi, size_t, void* arg) -> int {
-        auto& s = *static_cast<Search*>(arg);
-        bool first = s.first;
-        s.first = false;
-        bool hit = false;
-        for (int i = 0; i < pi->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = pi->dlpi_phdr[i];
-          uint64_t lo = pi->dlpi_addr + ph.p_vaddr;
-          if (ph.p_type == PT_LOAD && s.address >= lo && s.address < lo + ph.p_memsz) hit = true;
-        }
-        if (!hit) return 0;
-        ModuleLoad& m = s.found;
-        m.path = pi->dlpi_name ? pi->dlpi_name : "";
-        if (m.path.empty() && first) {
-          char exe[PATH_MAX];
-          ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-          if (n > 0) m.path.assign(exe, static_cast<size_t>(n));
-        }
-        m.base = pi->dlpi_addr;
-        uint64_t lo = UINT64_MAX, hi = 0;
-        for (int i = 0; i < pi->dlpi_phnum; ++i) {
-          const ElfW(Phdr)& ph = pi->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD) continue;
-          m.segments.push_back({ph.p_vaddr, ph.p_memsz, ph.p_flags});
-          lo = std::min<uint64_t>(lo, ph.p_vaddr);
-          hi = std::max<uint64_t>(hi, ph.p_vaddr + ph.p_memsz);
-        }
-        m.size = hi > lo ? hi - lo : 0;
-        m.buildId = buildIdOf(pi);
-        return 1;
-      },
-      &search);
-  REQUIRE(!search.found.path.empty());
-  return search.found;
+  for (auto& [base, m] : heapman::rec::scanModules())
+    for (const heapman::log::ModuleSegment& seg : m.segments)
+      if (address >= base + seg.vaddr && address < base + seg.vaddr + seg.memSize) return m;
+  FAIL("no loaded module holds " << address);
+  return {};
 }
 
 std::string baseName(const std::string& path) {

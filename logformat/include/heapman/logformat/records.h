@@ -127,7 +127,16 @@ enum class RootSource : uint8_t {
   kMonoHandle = 6,
   kMonoStack = 7,
   kOther = 8,
+  // Words a program's own mark procedures pushed from memory outside the collected heap
+  // (GC_mark_and_push with a source outside every object: guile's mmap'd VM stacks, marked by its
+  // thread objects' procedure). The collector treats them as roots; no root range holds them.
+  kMarkProcedure = 9,
+  // A range the program pushed itself (GC_push_all, GC_push_all_eager, GC_push_conditional called
+  // from outside the collector: ECL's push-other-roots procedure, which replaces the collector's
+  // scan of static data).
+  kPushedRange = 10,
 };
+inline constexpr RootSource kLastRootSource = RootSource::kPushedRange;
 const char* rootSourceName(RootSource s);
 
 struct RootRange {

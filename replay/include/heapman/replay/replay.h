@@ -95,6 +95,16 @@ struct StackNodeDef {
   uint64_t frame = 0;
 };
 
+// The first stored copy of a RAM dump content hash (format.h "RAM DUMP CHUNK") that a later,
+// deduplicated segment refers to: where its bytes are, so that the heap graph loads one GC's
+// dump without reading the dumps before it.
+struct DumpCopy {
+  uint64_t hash = 0;
+  uint32_t chunk = 0;   // the dump chunk's number (log::ChunkRef::number)
+  uint32_t offset = 0;  // of the bytes in the chunk's raw payload
+  bool operator==(const DumpCopy&) const = default;
+};
+
 // Everything a log says besides the live set, gathered by the index pass (and stored in the index
 // file so a later open needs no scan).
 struct LogTables {
@@ -114,6 +124,11 @@ struct LogTables {
   uint64_t eventCount = 0, allocs = 0, frees = 0, reallocs = 0;
   uint64_t lostEvents = 0;
   uint64_t endTimeNs = 0;
+  // First copies of the RAM dumps' deduplicated contents, by hash ascending. Indexed false: not
+  // built (no dump chunk readable at indexing, or more than the index's share allows), and a
+  // reader of the dumps builds the table itself.
+  std::vector<DumpCopy> dumpCopies;
+  bool dumpCopiesIndexed = false;
 
   // Frames of a stack, leaf first (node frames; managed ones are MethodDef ids).
   std::vector<uint32_t> stackNodes(uint32_t stackId) const;

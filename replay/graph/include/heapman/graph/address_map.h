@@ -3,14 +3,16 @@
 // Objects are given as ascending, non-overlapping (address, length) ranges, numbered 0..n-1 in
 // that order. Every page an object touches has an entry: a bitmap of the 8-byte granules where
 // objects start (512 bits), the running count of set bits before each 64-bit word, the number
-// of the first object starting in the page, and the object that covers the page's first byte
-// while starting before it ("carry"). A lookup finds the page through a two-level table (1 GiB
+// of the first object starting in the page, the object that covers the page's first byte while
+// starting before it ("carry"), and a bitmap of the granules wholly inside an object. A lookup finds the page through a two-level table (1 GiB
 // regions, then 2^18 page slots of 4 bytes), the last object start at or below the address in
 // the bitmap (one word, a leading-zero count, and a popcount), or else the carry, then checks
-// the object's end. No binary search.
+// the object's end: from the granule's bit, or (a pointer into an object's last, partial
+// granule, or into no object) from its length. No binary search.
 //
-// Memory: 4 bytes per object (its length), 96 per touched page, 1 MiB per touched 1 GiB region.
-// The object's start comes from its bit, so a lookup reads one per-object value (the length).
+// Memory: 4 bytes per object (its length), 160 per touched page, 1 MiB per touched 1 GiB region.
+// The object's start comes from its bit and, in most lookups, its end from the granule bitmap:
+// a pointer to an object reads no per-object table (the length only for a partial granule).
 // Precondition: object addresses are multiples of 8 (collector objects are granule-aligned).
 #pragma once
 
@@ -30,8 +32,17 @@ class AddressMap {
   template <class Address, class Length>
   void build(uint32_t n, Address&& address, Length&& length);
 
+  // lookup()'s answer for an address in a page that holds objects, but in none of them.
+  static constexpr uint32_t kMiss = UINT32_MAX - 1;
+
   // The object containing p (interior: anywhere in it; else only its first byte), or kNone.
   uint32_t find(uint64_t p, bool interior) const {
+    uint32_t o = lookup(p, interior);
+    return o == kMiss ? kNone : o;
+  }
+  // As find(), but kMiss (not kNone) when p lies in a page that holds part of an object: the
+  // scan's "hit in no object" without a second lookup. Precondition: fewer than 2^32 - 2 objects.
+  __attribute__((always_inline)) uint32_t lookup(uint64_t p, bool interior) const {
     if (p - low_ >= span_) return kNone;
     const Page* pg = page(p);
     if (!pg) return kNone;
@@ -47,7 +58,7 @@ class AddressMap {
       while (w > 0 && !pg->bits[w - 1]) --w;
       if (w == 0) {
         obj = pg->carry;
-        if (obj == kNone) return kNone;
+        if (obj == kNone) return kMiss;
         a = pg->carryStart;
       } else {
         obj = pg->first + pg->before[w] - 1;  // the last start in an earlier word
@@ -55,8 +66,11 @@ class AddressMap {
             8 * (64 * (w - 1) + 63 - static_cast<uint32_t>(__builtin_clzll(pg->bits[w - 1])));
       }
     }
-    if (interior ? p - a >= lengths_[obj] : p != a) return kNone;
-    return obj;
+    if (!interior) return p == a ? obj : kMiss;
+    // A granule wholly inside an object is inside this one (objects do not overlap): no read of
+    // its length, which would be a cache miss per pointer on a big heap.
+    if ((pg->cover[g >> 6] >> (g & 63)) & 1) return obj;
+    return p - a < lengths_[obj] ? obj : kMiss;
   }
   // Whether p falls in a page that holds part of an object (for "hits in no object").
   bool inObjectPage(uint64_t p) const { return p - low_ < span_ && page(p); }
@@ -75,13 +89,14 @@ class AddressMap {
     uint32_t first;       // number of the first object starting in this page
     uint32_t carry;       // object covering the page start, started earlier, or kNone
     uint64_t carryStart;  // its address
+    uint64_t cover[8];    // granules wholly inside an object
   };
   struct Region {
     uint64_t base;  // address >> kRegionShift
     std::unique_ptr<uint32_t[]> slots;  // page index + 1, 0: no page
   };
 
-  const Page* page(uint64_t p) const {
+  __attribute__((always_inline)) const Page* page(uint64_t p) const {
     uint64_t r = p >> kRegionShift;
     const Region* reg = nullptr;
     if (r == lastRegion_) {
@@ -125,14 +140,25 @@ void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
     uint64_t a = address(i), len = length(i);
     lengths_[i] = static_cast<uint32_t>(std::min<uint64_t>(len, UINT32_MAX));
     uint64_t end = a + std::max<uint64_t>(len, 1);
-    Page& start = touch(a & ~uint64_t{4095});
-    uint32_t g = static_cast<uint32_t>((a & 4095) >> 3);
-    if (start.first == kNone) start.first = i;
-    start.bits[g >> 6] |= uint64_t{1} << (g & 63);
-    for (uint64_t pa = (a & ~uint64_t{4095}) + 4096; pa < end; pa += 4096) {
+    // Granules [g0, g1) (of the address space) lie wholly inside the object.
+    uint64_t g0 = (a + 7) >> 3, g1 = (a + len) >> 3;
+    for (uint64_t pa = a & ~uint64_t{4095}; pa < end; pa += 4096) {
       Page& p = touch(pa);
-      p.carry = i;
-      p.carryStart = a;
+      if (pa <= a) {
+        uint32_t g = static_cast<uint32_t>((a & 4095) >> 3);
+        if (p.first == kNone) p.first = i;
+        p.bits[g >> 6] |= uint64_t{1} << (g & 63);
+      } else {
+        p.carry = i;
+        p.carryStart = a;
+      }
+      uint64_t lo = std::max(g0, pa >> 3), hi = std::min(g1, (pa + 4096) >> 3);
+      for (uint64_t g = lo; g < hi;) {
+        uint32_t r = static_cast<uint32_t>(g - (pa >> 3)), bit = r & 63;
+        uint64_t take = std::min<uint64_t>(64 - bit, hi - g);
+        p.cover[r >> 6] |= (take == 64 ? ~uint64_t{0} : ((uint64_t{1} << take) - 1)) << bit;
+        g += take;
+      }
     }
   }
   for (Page& p : pages_) {

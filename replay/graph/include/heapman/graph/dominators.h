@@ -2,11 +2,14 @@
 // super-root, node 0, which points to every root range and uncollectable object).
 //
 // Semi-NCA (Georgiadis, Tarjan, Werneck; the variant LLVM's dominator tree and LeakCanary use):
-// an iterative depth-first numbering, semidominators in reverse preorder through an iterative
-// path-compressing eval, then each node's immediate dominator as the nearest common ancestor of
-// its DFS parent and its semidominator. No recursion anywhere: a heap's chains (linked lists) are
-// millions deep. Time O(E log V) worst case, near-linear in practice; memory about 24 bytes per
-// node plus 4 per edge (the reverse edges, freed before returning).
+// an iterative depth-first numbering (a stack of (node, parent number) entries: each node's edges
+// are read once, when it is numbered), predecessor lists filled in node order, semidominators in
+// reverse preorder through an iterative path-compressing eval over (ancestor, least
+// semidominator) pairs, with the next steps' reads prefetched, then each node's immediate
+// dominator as the nearest common ancestor of its DFS parent and its semidominator. No recursion
+// anywhere: a heap's chains (linked lists) are millions deep. Time O(E log V) worst case,
+// near-linear in practice; transient memory about 48 bytes per node plus 4-12 per edge (the
+// predecessor lists, the DFS stack), freed before returning.
 //
 // Retained size of a node: its own size plus that of every node it dominates, summed in reverse
 // preorder (a node's dominator precedes it). Unreachable nodes have idom kNoNode and retain 0.

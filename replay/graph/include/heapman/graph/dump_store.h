@@ -5,11 +5,12 @@
 //   Dump d = store.load(40);    // every object and root segment of GC 40, with its bytes
 //
 // A deduplicated segment (a hash without bytes) takes its bytes from the first segment of the log
-// with that hash. The hash -> first copy table is built in memory, once per DumpStore, from the
-// dump chunks up to the last one a load needs (a copy always precedes its references); nothing is
-// written next to the log. A load decompresses each chunk it reads once: the chunks not hashed
-// yet and the GC's own in one pass (hashing, and copying the GC's stored bytes), then each chunk
-// holding a first copy the GC refers to. Segments the writer split (4 MiB pieces) are joined.
+// with that hash. The hash -> first copy table comes from the log's index (LOG.hmx, see
+// useIndexedCopies), or, without it, is built in memory, once per DumpStore, from the dump chunks
+// up to the last one a load needs (a copy always precedes its references). A load decompresses
+// each chunk it reads once: the chunks not hashed yet (none with the index's table) and the GC's
+// own in one pass (hashing, and copying the GC's stored bytes), then each chunk holding a first
+// copy the GC refers to. Segments the writer split (4 MiB pieces) are joined.
 //
 // Errors: GraphError (no dump at that GC: the message lists the dumped ones and the --ram-dumps
 // to record with; a hash with no stored copy), log::FormatError for a corrupt chunk.
@@ -24,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "heapman/logformat/ram_dump.h"
 #include "heapman/logformat/reader.h"
 #include "heapman/replay/replay.h"
 
@@ -63,9 +65,15 @@ struct Dump {
   }
 };
 
+// What the graph builder reads from the record chunks (root sets, managed types' layouts), kept
+// with the DumpStore so that a session decodes each record chunk once: graph_builder.cpp.
+struct RecordFacts;
+
 class DumpStore {
  public:
   explicit DumpStore(const log::LogReader& reader);
+  // The graph builder's record cache (created on first use; graph_builder.cpp fills it).
+  RecordFacts& recordFacts();
 
   // GC numbers with at least one dump segment, ascending. From the footer's index when the log is
   // complete (no payload read), else by reading every dump chunk once.
@@ -74,19 +82,17 @@ class DumpStore {
   // "GC 3, 5, 7 (3 dumps)" or "none": for messages.
   std::string describeDumped();
   Dump load(uint32_t gc);
+  // The log index's table of first copies (replay::LogTables::dumpCopies, when
+  // dumpCopiesIndexed): a load then reads only the GC's own chunks and those holding the first
+  // copies it refers to, instead of every dump chunk before it. `copies` must outlive the store.
+  void useIndexedCopies(std::span<const replay::DumpCopy> copies);
 
  private:
   struct Where {
     uint32_t chunk;   // index into ram_
     uint32_t offset;  // of the bytes in the chunk's raw payload
   };
-  struct Header {
-    log::SegmentKind kind;
-    bool stored;
-    uint32_t gc;
-    uint64_t address, length, hash;
-    uint32_t bytesAt;  // offset of the bytes in the raw payload (when stored)
-  };
+  using Header = log::RamSegmentHeader;
   template <class F>
   void parse(size_t ramIndex, std::span<const uint8_t> raw, F&& f) const;
   void listGcs();
@@ -107,8 +113,12 @@ class DumpStore {
   size_t copies_ = 0;
   void addCopy(uint64_t hash, Where w);
   const Where* findCopy(uint64_t hash) const;
+  const Where* findIndexedCopy(uint64_t hash, Where& out) const;
+  std::span<const replay::DumpCopy> indexed_;
+  bool useIndex_ = false;
   size_t hashed_ = 0;                              // dump chunks entered in firstCopy_
   std::vector<uint8_t> buffer_;
+  std::shared_ptr<RecordFacts> facts_;  // shared_ptr: RecordFacts is complete only where filled
 };
 
 }  // namespace heapman::graph

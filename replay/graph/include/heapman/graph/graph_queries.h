@@ -25,7 +25,9 @@ namespace heapman::graph {
 
 class GraphSession {
  public:
-  explicit GraphSession(replay::Replay& r) : r_(r), store_(r.reader()) {}
+  explicit GraphSession(replay::Replay& r) : r_(r), store_(r.reader()) {
+    if (r.tables().dumpCopiesIndexed) store_.useIndexedCopies(r.tables().dumpCopies);
+  }
   // The graph of the dumped GC that `limit` (a resolved point) names; GraphError otherwise.
   const HeapGraph& at(uint64_t limit);
   // Dominators of the current graph (computed on first use).
@@ -48,6 +50,14 @@ class GraphSession {
   std::unique_ptr<HeapGraph> graph_;
   std::optional<DominatorTree> dom_;
 };
+
+// The dumped GC that a resolved point names, by at()'s rule (just after it, or the first
+// collection to end after the point), and the point just after that GC; nothing when none does.
+struct DumpedPoint {
+  uint32_t gc = 0;
+  uint64_t limit = 0;
+};
+std::optional<DumpedPoint> dumpedGcAt(replay::Replay& r, DumpStore& store, uint64_t limit);
 
 // The GraphSession of a Replay, kept for the life of the process (the shell's verbs share it).
 // Precondition: the Replay outlives its use here.
@@ -156,5 +166,21 @@ struct RetainedResult {
 };
 RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limit, RetainedBy by,
                           size_t top);
+
+// The objects of the current graph grouped by type label (kType) or blame site (kFunction; the
+// name "(untracked)" when the site has no function): group[v] per node (UINT32_MAX for the roots
+// and the super-root), groups numbered in node order, each with its name (and file:line for
+// sites). Worked out once per AllocInfo, not per object.
+struct NodeGroups {
+  std::vector<uint32_t> group;
+  std::vector<std::string> name, location;
+};
+NodeGroups groupNodes(GraphSession& s, replay::Attribution& a, RetainedBy by);
+
+// The retained size of each group of nodes: group[v] is node v's group (< groups) or UINT32_MAX
+// for none. An object dominated by another object of its group is counted inside that one (MAT's
+// rule), so a group's figure never counts a byte twice. One walk of the dominator tree.
+std::vector<uint64_t> retainedPerGroup(const DominatorTree& t, std::span<const uint32_t> group,
+                                       size_t groups);
 
 }  // namespace heapman::graph

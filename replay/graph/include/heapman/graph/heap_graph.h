@@ -11,7 +11,8 @@
 // collector accepts interior pointers (and always from thread stacks, as bdwgc), else only at
 // its start. One edge per word (two fields
 // pointing to one object are two edges). Stored as CSR: offsets (one u32 per node + 1, as edge
-// index) and targets (one u32 per edge), filled in two passes over the bytes (count, then fill).
+// index) and targets (one u32 per edge), filled in one pass over the bytes in node order (a
+// node's edges are complete when the scan moves to the next node).
 //
 // Memory beside the dump (Dump::memoryBytes): per object 4 bytes (AllocInfo id), 1 (flags),
 // 4 (CSR offset), 4 (length in the AddressMap) and its page entries; 4 bytes per edge.
@@ -138,7 +139,13 @@ class HeapGraph {
     return s == log::RootSource::kThreadStack || s == log::RootSource::kMonoStack;
   }
   const Options& options() const { return options_; }
-  const GraphStats& stats() const { return stats_; }
+  // The counts of the build; `unreachable` and `unreachableUntracked` are counted on the first
+  // call (one traversal from the super-root, O(nodes + edges)), not by the build itself; that
+  // first call writes them, so it must not race with another thread's.
+  const GraphStats& stats() const {
+    if (!reachCounted_) countUnreachable();
+    return stats_;
+  }
   const Dump& dump() const { return dump_; }
 
   // Nodes reachable from the super-root (a BFS), as a bitmap by node id.
@@ -150,8 +157,8 @@ class HeapGraph {
     if (n == 0 || n >= nodeCount()) return nullptr;
     return n <= rootCount() ? &dump_.roots[n - 1] : &dump_.objects[n - firstObject()];
   }
-  template <bool kFill>
-  void scanAll();
+  void scan();
+  void countUnreachable() const;
 
   Dump dump_;
   std::vector<uint32_t> info_;
@@ -160,7 +167,8 @@ class HeapGraph {
   Options options_;
   AddressMap map_;
   std::vector<uint32_t> offsets_, targets_;
-  GraphStats stats_;
+  mutable GraphStats stats_;
+  mutable bool reachCounted_ = false;
 };
 
 }  // namespace heapman::graph

@@ -1,0 +1,76 @@
+// Options the heap-map verbs share (map, video): layout, colours, size, exclusions.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "heapman/map/heap_map.h"
+#include "session.h"
+
+namespace heapman::cli {
+
+inline void addMapOptions(po::options_description& o) {
+  o.add_options()("layout", po::value<std::string>()->default_value("hilbert"),
+                  "hilbert | linear (rows as Tracy's memory map)")(
+      "color", po::value<std::string>()->default_value("kind"), "kind | type | function | age")(
+      "bytes-per-pixel", po::value<uint64_t>(), "a power of two (default: the smallest that fits)")(
+      "size", po::value<std::string>()->default_value("1024x1024"), "picture WIDTHxHEIGHT")(
+      "legend", po::value<size_t>()->default_value(12), "colours named in the legend")(
+      "exclude", po::value<std::string>(),
+      "leaf-exclusion regexes for --color function, one a line (replaces the default list)")(
+      "exclude-add", po::value<std::vector<std::string>>(),
+      "one more leaf-exclusion regex (repeatable)")(
+      "no-symbols", "name native frames module+offset (no DWARF lookups)");
+}
+
+// The renderer's options; UsageError for bad ones.
+inline map::MapOptions mapOptionsOf(const po::variables_map& vm, const Session& s) {
+  map::MapOptions m;
+  try {
+    m.curve = map::parseCurve(vm["layout"].as<std::string>());
+    m.color = map::parseColorBy(vm["color"].as<std::string>());
+  } catch (const map::MapError& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("bytes-per-pixel")) m.bytesPerPixel = vm["bytes-per-pixel"].as<uint64_t>();
+  std::string size = vm["size"].as<std::string>();
+  unsigned w = 0, h = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(size.c_str(), "%u%c%u%c", &w, &x, &h, &extra) != 3 || x != 'x')
+    throw UsageError("--size " + size + ": give WIDTHxHEIGHT, as 1024x1024");
+  m.width = int(w), m.height = int(h);
+  m.legendRows = vm["legend"].as<size_t>();
+  m.title = std::filesystem::path(s.path).filename().string();
+  return m;
+}
+
+// The renderer (and the attribution it needs to colour by function); UsageError for options
+// the log cannot take (a --bytes-per-pixel too small, a --size too small).
+struct MapSetup {
+  replay::Exclusions exclusions;
+  std::unique_ptr<replay::Attribution> attribution;
+  map::LogScan scan;
+  std::unique_ptr<map::MapRenderer> renderer;
+};
+inline std::unique_ptr<MapSetup> mapSetup(Session& s, const po::variables_map& vm) {
+  auto m = std::make_unique<MapSetup>();
+  map::MapOptions mo = mapOptionsOf(vm, s);
+  if (mo.color == map::ColorBy::kFunction) {
+    m->exclusions = exclusionsOf(vm);
+    m->attribution =
+        std::make_unique<replay::Attribution>(s.replay->tables(), *s.namer, m->exclusions);
+  }
+  s.progress->restart("scanning the log");
+  m->scan = map::scanLog(*s.replay);
+  s.progress->finish();
+  try {
+    m->renderer =
+        std::make_unique<map::MapRenderer>(*s.replay, m->attribution.get(), m->scan, mo);
+  } catch (const map::MapError& e) {
+    throw UsageError(e.what());
+  }
+  return m;
+}
+
+}  // namespace heapman::cli

@@ -1,0 +1,14 @@
+// PNG files of the heap map through libpng: 8-bit RGB, no interlace.
+#pragma once
+
+#include <string>
+
+#include "heapman/map/image.h"
+
+namespace heapman::map {
+
+// Writes img to path ("-": standard output). level: zlib compression 0-9 (the video's
+// --frames-dir uses 1: fast, a little larger). Throws MapError "writing PATH failed: why".
+void writePng(const std::string& path, const Image& img, int level = 6);
+
+}  // namespace heapman::map
