@@ -80,6 +80,11 @@ case "$mode" in
     "$bin"/heapman leaks out/gc_game.hml --top 3 --dot out/gc_game-leaks
     "$bin"/heapman leaks out/mono_game.hml --top 3 --dot out/mono_game-leaks \
       --json out/mono_game-leaks.json
+    # One HTML page per sample game (live heap over time, blame, growth, churn, flame graphs,
+    # retained sizes): self-contained, open it in a browser.
+    for game in gc_game mono_game native_game; do
+      "$bin"/heapman report out/$game.hml -o out/$game-report.html
+    done
     echo
     echo "outputs in out/:"
     echo "  gc_game.hml              the log of the bdwgc sample game (heapman gc_game.hml: a shell on it)"
@@ -92,6 +97,8 @@ case "$mode" in
     echo "  gc_game-map.png, mono_game-map.png, native_game-map.png   each game's heap at a level end"
     echo "  gc_game-heap.mp4, mono_game-heap.mp4, native_game-heap.mp4 (+ .vtt)   its heap over the run"
     echo "  gc_game-leaks/, mono_game-leaks/   the leak suspects' root paths (suspect-N.dot)"
+    echo "  gc_game-report.html, mono_game-report.html, native_game-report.html   one HTML page per game"
+    echo "report pages: $(cd out && for g in gc_game mono_game native_game; do printf '%s ' "$PWD/$g-report.html"; done)"
     ;;
   test)
     cmake/deps.sh test

@@ -6,29 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "heapman/report/report.h"
+
 namespace heapman::cli {
 
-inline std::string jsonString(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          out += b;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+inline std::string jsonString(std::string_view s) { return report::jsonString(s, false); }
 
 // Builds one JSON object; nest with raw().
 class JsonObject {

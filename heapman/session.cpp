@@ -21,6 +21,7 @@ extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
     kPathsVerb, kGraphVerb;  // heap graph
 extern const ReplayVerb kMapVerb, kVideoVerb;  // heap-map pictures and videos
 extern const ReplayVerb kLeaksVerb;  // leak suspects
+extern const ReplayVerb kReportVerb;  // the HTML report
 
 const std::vector<ReplayVerb>& replayVerbs() {
   static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
@@ -28,7 +29,7 @@ const std::vector<ReplayVerb>& replayVerbs() {
                                          kTypesVerb,  kCompareVerb, kStacksVerb,
                                          kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
                                          kPathsVerb, kGraphVerb,  kLeaksVerb,
-                                         kMapVerb,   kVideoVerb};
+                                         kMapVerb,   kVideoVerb,  kReportVerb};
   return v;
 }
 

@@ -6,34 +6,24 @@
 
 namespace heapman::replay {
 
-namespace {
-
-struct DeathCounter : Observer {
-  const std::vector<AllocInfo>& infos;
-  InfoCounts births, collected, freed;
-  explicit DeathCounter(const std::vector<AllocInfo>& i) : infos(i) {}
-  void born(const LiveObject& o) override {
-    births.add(o.info(), 1, infos[o.info()].size);
-  }
-  void died(const LiveObject& o, Death how, uint64_t) override {
-    (how == Death::kCollected ? collected : freed).add(o.info(), 1, infos[o.info()].size);
-  }
-};
-
-}  // namespace
-
 ChurnResult churn(Replay& r, Attribution& a, uint64_t from, uint64_t to, SortBy sort, size_t top) {
   if (to < from)
     throw ReplayError("the range ends (" + r.describe(to) + ") before it starts (" +
                       r.describe(from) + ")");
+  r.seek(from);
+  GarbageCounter c(r.tables());
+  r.seek(to, &c);
+  return churn(r, a, c, from, to, sort, top);
+}
+
+ChurnResult churn(Replay& r, Attribution& a, const GarbageCounter& counted, uint64_t from,
+                  uint64_t to, SortBy sort, size_t top) {
   ChurnResult out;
   out.from = r.describe(from);
   out.to = r.describe(to);
   out.warnings = warnings(r);
   const LogTables& t = r.tables();
-  r.seek(from);
-  DeathCounter c(t.infos);
-  r.seek(to, &c);
+  GarbageCounter c = counted;
   std::vector<uint32_t> ids;
   size_t n = std::max({c.births.objects.size(), c.collected.objects.size(), c.freed.objects.size()});
   for (InfoCounts* x : {&c.births, &c.collected, &c.freed}) x->objects.resize(n), x->bytes.resize(n);

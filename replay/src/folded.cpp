@@ -25,15 +25,6 @@ std::vector<FoldedLine> fold(Replay& r, Attribution& a, const InfoCounts& c) {
   return out;
 }
 
-struct Garbage : Observer {
-  const std::vector<AllocInfo>& infos;
-  InfoCounts dead;
-  explicit Garbage(const std::vector<AllocInfo>& i) : infos(i) {}
-  void died(const LiveObject& o, Death, uint64_t) override {
-    dead.add(o.info(), 1, infos[o.info()].size);
-  }
-};
-
 }  // namespace
 
 std::vector<FoldedLine> foldedLive(Replay& r, Attribution& a) { return fold(r, a, countLive(r)); }
@@ -43,9 +34,16 @@ std::vector<FoldedLine> foldedChurn(Replay& r, Attribution& a, uint64_t from, ui
     throw ReplayError("the range ends (" + r.describe(to) + ") before it starts (" +
                       r.describe(from) + ")");
   r.seek(from);
-  Garbage g(r.tables().infos);
-  r.seek(to, &g);
-  return fold(r, a, g.dead);
+  GarbageCounter c(r.tables());
+  r.seek(to, &c);
+  return foldedChurn(r, a, c);
+}
+
+std::vector<FoldedLine> foldedChurn(Replay& r, Attribution& a, const GarbageCounter& c) {
+  InfoCounts dead = c.collected;  // every death, by a GC or explicitly
+  for (size_t i = 0; i < c.freed.objects.size(); ++i)
+    dead.add(static_cast<uint32_t>(i), c.freed.objects[i], c.freed.bytes[i]);
+  return fold(r, a, dead);
 }
 
 }  // namespace heapman::replay

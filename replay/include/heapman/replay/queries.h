@@ -115,6 +115,24 @@ struct ChurnResult {
   std::vector<std::string> warnings;
 };
 ChurnResult churn(Replay& r, Attribution& a, uint64_t from, uint64_t to, SortBy sort, size_t top);
+// What churn and foldedChurn count, per AllocInfo, for a caller that walks the range itself
+// (heapman report: one forward pass feeds its series, its points and these): births, and deaths
+// by a GC or explicitly. Feed it as the Observer of forward seeks over [from, to).
+class GarbageCounter : public Observer {
+ public:
+  explicit GarbageCounter(const LogTables& t) : infos_(t.infos) {}
+  void born(const LiveObject& o) override { births.add(o.info(), 1, infos_[o.info()].size); }
+  void died(const LiveObject& o, Death how, uint64_t) override {
+    (how == Death::kCollected ? collected : freed).add(o.info(), 1, infos_[o.info()].size);
+  }
+  InfoCounts births, collected, freed;
+
+ private:
+  const std::vector<AllocInfo>& infos_;
+};
+// churn() over counts a GarbageCounter gathered between `from` and `to`.
+ChurnResult churn(Replay& r, Attribution& a, const GarbageCounter& c, uint64_t from, uint64_t to,
+                  SortBy sort, size_t top);
 
 // ---- exploration (explore.cpp) ----------------------------------------------------------------
 struct AllocEvent {
@@ -159,5 +177,7 @@ struct FoldedLine {
 };
 std::vector<FoldedLine> foldedLive(Replay& r, Attribution& a);
 std::vector<FoldedLine> foldedChurn(Replay& r, Attribution& a, uint64_t from, uint64_t to);
+// foldedChurn() over counts a GarbageCounter gathered.
+std::vector<FoldedLine> foldedChurn(Replay& r, Attribution& a, const GarbageCounter& c);
 
 }  // namespace heapman::replay

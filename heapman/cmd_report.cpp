@@ -1,0 +1,95 @@
+// heapman report LOG [--compare LOG2] -o report.html: one self-contained HTML page (no network,
+// everything inlined) with the live heap over time, GCs, events and frame marks, blame at points,
+// growth between two of them, churn, flame graphs of the live set and of the garbage, and the
+// retained size by type where the log has RAM dumps; with --compare, a second log beside it and
+// the differences. The views are gathered by replay/report (heapman::report).
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "heapman/report/report.h"
+#include "session.h"
+
+namespace heapman::cli {
+
+namespace {
+
+void options(po::options_description& o, po::positional_options_description&) {
+  o.add_options()("output,o", po::value<std::string>(), "the page to write (report.html)")(
+      "compare", po::value<std::string>(), "a second log shown beside it, with the differences")(
+      "at", po::value<std::vector<std::string>>(),
+      "one more point with a blame and flame graph (repeatable; besides the custom events or "
+      "GCs, the peak and the end)")(
+      "points", po::value<size_t>()->default_value(24),
+      "custom events (else GCs) chosen evenly as points, at most")(
+      "samples", po::value<size_t>()->default_value(1200), "samples of the live series")(
+      "section", po::value<std::vector<std::string>>(),
+      "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
+      "shapes: docs/DESIGN.md 3.9)")(
+      "exclude", po::value<std::string>(),
+      "leaf-exclusion regexes, one a line (replaces the default list)")(
+      "exclude-add", po::value<std::vector<std::string>>(),
+      "one more leaf-exclusion regex (repeatable)")(
+      "no-symbols", "name native frames module+offset (no DWARF lookups)");
+}
+
+int run(Session& s, const po::variables_map& vm) {
+  if (!vm.count("output")) throw UsageError("-o FILE is required (the page to write)");
+  std::string out = vm["output"].as<std::string>();
+  // Never write the page over a log (nothing of the user's is lost to a swapped argument).
+  for (const char* log : {"log", "compare"}) {
+    std::error_code ec;
+    if (vm.count(log) && std::filesystem::equivalent(out, vm[log].as<std::string>(), ec))
+      throw UsageError("-o " + out + " is the log " + vm[log].as<std::string>() +
+                       ": give the page another name (report.html)");
+  }
+  replay::Exclusions ex = exclusionsOf(vm);
+  report::Options o;
+  if (vm.count("at")) o.points = vm["at"].as<std::vector<std::string>>();
+  o.maxPoints = vm["points"].as<size_t>();
+  o.seriesSamples = std::max<size_t>(vm["samples"].as<size_t>(), 2);
+  for (const std::string& p : o.points) s.replay->resolve(p);  // bad points before the work
+  report::Builder b(o);
+  if (vm.count("section"))
+    for (const std::string& file : vm["section"].as<std::vector<std::string>>()) {
+      std::ifstream in(file, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (!in) throw UsageError("--section " + file + ": cannot read it");
+      b.addSectionJson(std::filesystem::path(file).filename().string(), text.str());
+    }
+  s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
+  b.addRun(*s.replay, *s.namer, ex, s.path);
+  // Views from other libraries join here as b.addSection({id, title, kind, json, run}) (kinds
+  // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.9).
+  int rc = kExitOk;
+  if (vm.count("compare")) {
+    auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));
+    for (const std::string& p : o.points) other->replay->resolve(p);
+    b.addRun(*other->replay, *other->namer, ex, other->path);
+    b.addComparison(*s.replay, *s.namer, *other->replay, *other->namer, ex);
+    if (const auto& damage = other->replay->damage()) {
+      std::fprintf(stderr,
+                   "heapman report: %s is damaged (%s): the page covers only the intact part "
+                   "before it; run `heapman verify %s` for details\n",
+                   other->path.c_str(), damage->what(), other->path.c_str());
+      rc = kExitBadLog;
+    }
+  }
+  std::string page = b.html();
+  writeOutput(out, page);
+  s.progress->finish();
+  std::printf("wrote %s (%s bytes)\n", out.c_str(), num(page.size()).c_str());
+  flushStdout();
+  return rc;
+}
+
+}  // namespace
+
+extern const ReplayVerb kReportVerb{
+    "report", "-o report.html [--compare LOG2] [--at POINT]... [--section FILE]...",
+    "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs",
+    options, run};
+
+}  // namespace heapman::cli
