@@ -26,7 +26,7 @@ void options(po::options_description& o, po::positional_options_description&) {
       "samples", po::value<size_t>()->default_value(1200), "samples of the live series")(
       "section", po::value<std::vector<std::string>>(),
       "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
-      "shapes: docs/DESIGN.md 3.9)")(
+      "shapes: docs/DESIGN.md 3.10)")(
       "exclude", po::value<std::string>(),
       "leaf-exclusion regexes, one a line (replaces the default list)")(
       "exclude-add", po::value<std::vector<std::string>>(),
@@ -62,7 +62,7 @@ int run(Session& s, const po::variables_map& vm) {
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
   b.addRun(*s.replay, *s.namer, ex, s.path);
   // Views from other libraries join here as b.addSection({id, title, kind, json, run}) (kinds
-  // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.9).
+  // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.10).
   int rc = kExitOk;
   if (vm.count("compare")) {
     auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));

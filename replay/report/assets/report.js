@@ -1,4 +1,4 @@
-// HeapMan report page: draws the document that `heapman report` embeds (docs/DESIGN.md §3.9).
+// HeapMan report page: draws the document that `heapman report` embeds (docs/DESIGN.md §3.10).
 // No framework, no network: plain DOM and SVG. Sections of other kinds are drawn by renderers
 // registered in `renderers` (see "Sections" at the end).
 'use strict';

@@ -1,4 +1,4 @@
-// Gathering one log's views for the report page (docs/DESIGN.md §3.9): every number comes from
+// Gathering one log's views for the report page (docs/DESIGN.md §3.10): every number comes from
 // the replay's queries (blame, churn, folded stacks, compareLogs), its tables (GCs, events,
 // frames) and the heap graph (retained sizes); this file only chooses the points, samples the
 // live series and writes the JSON document.

@@ -11,10 +11,10 @@
 //
 // The page is report.html, report.css and report.js (replay/report/assets/, embedded into the
 // library at build time by embed.cmake) with one JSON document in a <script type=
-// "application/json"> element; nothing is fetched. Its shape is docs/DESIGN.md §3.9.
+// "application/json"> element; nothing is fetched. Its shape is docs/DESIGN.md §3.10.
 //
 // Sections: besides the built-in views, a Section carries a JSON value for a renderer of the page
-// named by `kind`. The page has two generic ones (shapes in docs/DESIGN.md §3.9):
+// named by `kind`. The page has two generic ones (shapes in docs/DESIGN.md §3.10):
 //   "table":  {"columns":[{"name","numeric","bytes"}], "rows":[[...]], "details":[[...]]?,
 //              "note":"..."}; a row's details (strings) are drawn as a chain root -> ... ->
 //              object under the row when it is expanded (leak suspects' root paths);
