@@ -50,6 +50,28 @@ std::string rootKindText(const graph::RootNode& root) {
   }
 }
 
+// The field a Mono static block's word belongs to, from the recorder's label of the block
+// ("static fields of Game.Program: ScoreChanged +0x0, levels +0x8"): "Game.Program.ScoreChanged",
+// or "" when the label does not list it.
+std::string monoStaticField(const std::string& label, uint64_t offset) {
+  const std::string prefix = "static fields of ";
+  size_t colon = label.find(": ");
+  if (label.rfind(prefix, 0) != 0 || colon == std::string::npos) return {};
+  std::string type = label.substr(prefix.size(), colon - prefix.size());
+  char at[24];
+  std::snprintf(at, sizeof at, " +0x%llx", static_cast<unsigned long long>(offset));
+  for (size_t from = colon + 2; from < label.size();) {
+    size_t end = label.find(", ", from);
+    std::string field = label.substr(from, end == std::string::npos ? std::string::npos : end - from);
+    size_t space = field.rfind(' ');
+    if (space != std::string::npos && field.substr(space) == at)
+      return type + "." + field.substr(0, space);
+    if (end == std::string::npos) break;
+    from = end + 2;
+  }
+  return {};
+}
+
 std::string hex(uint64_t v) {
   char b[24];
   std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
@@ -225,6 +247,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           if (g.root(root).source == log::RootSource::kStaticData) {
             sl.symbol = statics.name(key);
             sl.module = g.root(root).label;
+          } else if (g.root(root).source == log::RootSource::kMonoStatic) {
+            sl.symbol = monoStaticField(g.root(root).label, off);
           }
           sl.retained.assign(k, 0);
           slots.push_back(std::move(sl));
@@ -340,8 +364,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   }
   for (const Slot& sl : slots) {
     if (sl.node == kNoNode) continue;
-    std::string where = sl.symbol.empty() ? sl.label + " +" + hex(sl.offset)
-                                          : "static " + sl.symbol + " (" + sl.module + ")";
+    std::string where = sl.symbol.empty()   ? sl.label + " +" + hex(sl.offset)
+                        : sl.module.empty() ? "static " + sl.symbol
+                                            : "static " + sl.symbol + " (" + sl.module + ")";
     consider(sl.node, sl.retained, {}, where);
   }
 

@@ -356,6 +356,8 @@ TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph
     if (!chain) break;
   }
   CHECK(chain);
+  // The static block is named by its class and lists its reference fields by offset.
+  CHECK(out.find("static fields of Game.Program: ScoreChanged +0x0") != std::string::npos);
 }
 
 // diff and types over two dumps: the objects of dump_diff_truth's two collections compared by

@@ -1,7 +1,7 @@
 // The leak corpus (progs/): each program is recorded with `heaprec run --ram-dumps
 // event:level_end` and analysed at each level_end. Every planted leak must be among the top 3
 // suspects with its container (the static variable and the container's allocating function on
-// bdwgc, the container's class on Mono) and the site that adds its entries;
+// bdwgc, the static field and the container's class on Mono) and the site that adds its entries;
 // no non-leak (plateauing cache, pool, ring buffer, cleared list) may be a suspect or a growing
 // site, and each must be named among the near misses. The two sample games' planted leaks too.
 #include <catch2/catch.hpp>
@@ -172,20 +172,25 @@ std::vector<Program> csCorpus() {
   return {
       {"StaticList",
        {"mono-boehm", exe("StaticList")},
-       {{"List<Corpus\\.Level>|Corpus\\.Level\\[\\]", "StaticList:Main"}},
+       {{"^static Corpus\\.StaticList\\.history .*(List<Corpus\\.Level>|Corpus\\.Level\\[\\])",
+         "StaticList:Main"}},
        {"LoadTile", "Dictionary<System\\.Int32, ?System\\.Byte\\[\\]>"}},
       {"EventHandler",
        {"mono-boehm", exe("EventHandler")},
-       {{"System\\.Delegate\\[\\]|System\\.Action", "EventHandler:Subscribe"},
-        {"Dictionary<System\\.String, ?Corpus\\.Level>", "EventHandler:Index"}},
+       {{"^static Corpus\\.EventHandler\\.ScoreChanged .*(System\\.Delegate\\[\\]|System\\.Action)",
+         "EventHandler:Subscribe"},
+        {"^static Corpus\\.EventHandler\\.byName .*Dictionary<System\\.String, ?Corpus\\.Level>",
+         "EventHandler:Index"}},
        {"Corpus\\.Bullet", "Stack<"}},
       {"LevelCache",
        {"mono-boehm", exe("LevelCache")},
-       {{"Dictionary<System\\.Int32, ?Corpus\\.LevelAssets>", "LevelCache:Put"}},
+       {{"^static Corpus\\.LevelCache\\.assets .*Dictionary<System\\.Int32, ?Corpus\\.LevelAssets>",
+         "LevelCache:Put"}},
        {"LevelCache:Log", "System\\.String\\[\\]"}},
       {"Closure",
        {"mono-boehm", exe("Closure")},
-       {{"List<System\\.Func<System\\.Int32>>|System\\.Func<System\\.Int32>\\[\\]",
+       {{"^static Corpus\\.Closure\\.deferred .*(List<System\\.Func<System\\.Int32>>|"
+         "System\\.Func<System\\.Int32>\\[\\])",
          "Closure:DeferStats"}},
        {"LogLevel", "List<System\\.Byte\\[\\]>"}},
   };
@@ -238,7 +243,8 @@ TEST_CASE("sample games: the planted leaks are the top suspects", "[leaks][sampl
          {"spawnEntity", "hudText"}});
   check({"mono_game",
          {"mono-boehm", LEAKS_MONO_GAME, "5", "100"},
-         {{"System\\.Delegate\\[\\]|System\\.Action", "Program:PlayLevel"}},
+         {{"^static Game\\.Program\\.ScoreChanged .*(System\\.Delegate\\[\\]|System\\.Action)",
+           "Program:PlayLevel"}},
          {"Hud:Text"}});
 }
 
