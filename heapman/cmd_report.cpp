@@ -1,14 +1,17 @@
 // heapman report LOG [--compare LOG2] -o report.html: one self-contained HTML page (no network,
 // everything inlined) with the live heap over time, GCs, events and frame marks, blame at points,
 // growth between two of them, churn, flame graphs of the live set and of the garbage, and the
-// retained size by type where the log has RAM dumps; with --compare, a second log beside it and
-// the differences. The views are gathered by replay/report (heapman::report).
+// retained size by type where the log has RAM dumps, the leak suspects with their root paths
+// (`heapman leaks` at its default points), heap-map frames on a slider synced with the chart; with
+// --compare, a second log beside it and the differences. The views are gathered by replay/report
+// (heapman::report; the leak and map sections by its sections.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "heapman/report/report.h"
+#include "heapman/report/sections.h"
 #include "session.h"
 
 namespace heapman::cli {
@@ -24,6 +27,8 @@ void options(po::options_description& o, po::positional_options_description&) {
       "points", po::value<size_t>()->default_value(24),
       "custom events (else GCs) chosen evenly as points, at most")(
       "samples", po::value<size_t>()->default_value(1200), "samples of the live series")(
+      "frames", po::value<size_t>()->default_value(12),
+      "heap-map pictures at most (each repeated custom event, else GCs; 0: none)")(
       "section", po::value<std::vector<std::string>>(),
       "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
       "shapes: docs/DESIGN.md 3.10)")(
@@ -61,13 +66,32 @@ int run(Session& s, const po::variables_map& vm) {
     }
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
   b.addRun(*s.replay, *s.namer, ex, s.path);
-  // Views from other libraries join here as b.addSection({id, title, kind, json, run}) (kinds
+  // Views from other libraries join as b.addSection({id, title, kind, json, run}) (kinds
   // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.10).
+  std::vector<std::string> leftOut;
+  report::FramesOptions fo;
+  fo.maxFrames = vm["frames"].as<size_t>();
+  auto sections = [&](Session& one, int run) {
+    std::string why, tag = vm.count("compare") ? (run ? " (B)" : " (A)") : "";
+    if (auto sec = report::leakSection(*one.replay, *one.namer, ex, run, &why))
+      b.addSection(std::move(*sec));
+    else
+      leftOut.push_back("leak suspects" + tag + " left out: " + why);
+    if (!fo.maxFrames) return;
+    if (auto sec = report::mapSection(*one.replay,
+                                      std::filesystem::path(one.path).filename().string(), run,
+                                      fo, &why))
+      b.addSection(std::move(*sec));
+    else
+      leftOut.push_back("heap maps" + tag + " left out: " + why);
+  };
+  sections(s, 0);
   int rc = kExitOk;
   if (vm.count("compare")) {
     auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));
     for (const std::string& p : o.points) other->replay->resolve(p);
     b.addRun(*other->replay, *other->namer, ex, other->path);
+    sections(*other, 1);
     b.addComparison(*s.replay, *s.namer, *other->replay, *other->namer, ex);
     if (const auto& damage = other->replay->damage()) {
       std::fprintf(stderr,
@@ -80,6 +104,7 @@ int run(Session& s, const po::variables_map& vm) {
   std::string page = b.html();
   writeOutput(out, page);
   s.progress->finish();
+  for (const std::string& line : leftOut) std::printf("%s\n", line.c_str());
   std::printf("wrote %s (%s bytes)\n", out.c_str(), num(page.size()).c_str());
   flushStdout();
   return rc;
@@ -88,8 +113,9 @@ int run(Session& s, const po::variables_map& vm) {
 }  // namespace
 
 extern const ReplayVerb kReportVerb{
-    "report", "-o report.html [--compare LOG2] [--at POINT]... [--section FILE]...",
-    "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs",
+    "report", "-o report.html [--compare LOG2] [--at POINT]... [--frames N] [--section FILE]...",
+    "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs, leak "
+    "suspects, heap maps",
     options, run};
 
 }  // namespace heapman::cli

@@ -431,11 +431,15 @@
       overlay.addEventListener('dblclick', () => { x0 = first; x1 = last; draw(); });
       const ext = sv('line', {x1: 0, x2: 0, y1: M.t, y2: M.t + ph, class: 'ext-cursor', visibility: 'hidden'});
       svg.append(ext);
+      // The marker of a frame slider: kept across redraws (zoom, a new blame point).
       run.setCursor = (limit) => {
-        if (limit === null) { ext.setAttribute('visibility', 'hidden'); return; }
+        run.cursorAt = limit;
+        if (limit === null || !inView(limit)) { ext.setAttribute('visibility', 'hidden'); return; }
         ext.setAttribute('x1', X(limit)); ext.setAttribute('x2', X(limit));
+        ext.setAttribute('data-limit', String(limit));
         ext.setAttribute('visibility', 'visible');
       };
+      if (run.cursorAt !== undefined) run.setCursor(run.cursorAt);
       function at(ev) {
         const r = svg.getBoundingClientRect();
         const px = (ev.clientX - r.left) / r.width * W;
@@ -735,7 +739,9 @@
         return chain;
       } : null}));
     },
-    // {"frames":[{"seq":S,"point":"gc:N","image":"data:image/png;base64,..."}], "note":"..."}:
+    // {"frames":[{"seq":S,"point":"gc:N","image":"data:image/png;base64,...","label":"...",
+    //  "liveBytes":B}] (label, liveBytes optional),
+    //  "note":"..."}:
     // a slider over the frames; moving it shows the frame's position on the run's chart, and a
     // click on the chart moves it to the frame nearest the click.
     frames: function (box, data, run) {
@@ -748,7 +754,10 @@
       function show(i) {
         const f = frames[i];
         img.src = f.image;
-        label.textContent = (f.point || ('seq:' + f.seq)) + ' (' + (i + 1) + ' of ' + frames.length + ')';
+        img.setAttribute('data-point', f.point || ('seq:' + f.seq));
+        img.setAttribute('data-limit', String(f.seq + 1));
+        label.textContent = (f.label || f.point || ('seq:' + f.seq)) + ' (' + (i + 1) + ' of ' + frames.length + ')' +
+          (typeof f.liveBytes === 'number' ? ': ' + fmtBytes(f.liveBytes) + ' live' : '');
         slider.value = String(i);
         if (run && run.setCursor) run.setCursor(f.seq + 1);
       }

@@ -11,6 +11,7 @@
 
 #include "heapman/graph/graph_queries.h"
 #include "heapman/report/report.h"
+#include "choose.h"
 #include "json_writer.h"
 
 namespace heapman::report {
@@ -106,18 +107,6 @@ struct BothObservers : replay::Observer {
     first.died(o, how, seq), second.died(o, how, seq);
   }
 };
-
-// n indices out of [0, size), evenly spread, the last always in.
-std::vector<size_t> evenly(size_t size, size_t n) {
-  std::vector<size_t> out;
-  if (size == 0 || n == 0) return out;
-  if (size <= n) {
-    for (size_t i = 0; i < size; ++i) out.push_back(i);
-    return out;
-  }
-  for (size_t k = 1; k <= n; ++k) out.push_back(k * size / n - 1);
-  return out;
-}
 
 // Interned frames, sites, stacks and folded-stack names of one run.
 struct Interner {
