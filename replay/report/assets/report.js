@@ -727,7 +727,7 @@
   const renderers = {
     error: function (box, message) { box.append(el('p', {class: 'warning', text: String(message)})); },
     // {"columns":[{"name","numeric","bytes","signed"}], "rows":[[...]], "details":[[str...]]?,
-    //  "note":"...", "sort":col, "sortAbs":bool}
+    //  "note":"...", "sort":col, "sortAbs":bool, "open":bool (the first row opened at load)}
     table: function (box, data, run, id) {
       const cols = data.columns.map((c, i) => ({name: c.name, numeric: !!c.numeric, bytes: !!c.bytes,
         signed: !!c.signed || /^\u0394/.test(c.name), abs: !!data.sortAbs && /^\u0394/.test(c.name), get: (r) => r[i]}));
@@ -738,6 +738,10 @@
         for (const step of data.details[r.index] || []) chain.append(el('li', {text: step}));
         return chain;
       } : null}));
+      if (data.open) {  // the first row opened at load (the top leak suspect's root path)
+        const first = box.querySelector('tr.expandable');
+        if (first) first.click();
+      }
     },
     // {"frames":[{"seq":S,"point":"gc:N","image":"data:image/png;base64,...","label":"...",
     //  "liveBytes":B}] (label, liveBytes optional),
@@ -762,7 +766,15 @@
         if (run && run.setCursor) run.setCursor(f.seq + 1);
       }
       slider.addEventListener('input', () => show(Number(slider.value)));
-      if (run) run.cursorListeners.push((limit) => show(Math.max(0, nearestIndex(frames, limit - 1, (f) => f.seq))));
+      // A click on the chart: the frame nearest it (the box keeps the click's position and the
+      // frame it chose, for the browser tests).
+      if (run) run.cursorListeners.push((limit) => {
+        const i = Math.max(0, nearestIndex(frames, limit - 1, (f) => f.seq));
+        box.setAttribute('data-chart-limit', String(limit));
+        box.setAttribute('data-chart-frame', String(i));
+        show(i);
+      });
+      box.classList.add('frames-box');
       box.append(el('div', {class: 'controls'}, slider, label), img);
       show(0);
     }
@@ -931,7 +943,8 @@
     let details = 0;
     document.querySelectorAll('table.hm-table').forEach((t) => {
       const row = t.querySelector('tr.expandable');
-      if (row) { row.click(); details += t.querySelectorAll('tr.detail').length; }
+      if (row && !row.classList.contains('open')) row.click();
+      if (row) details += t.querySelectorAll('tr.detail').length;
     });
     root.setAttribute('data-selftest-details', String(details));
     document.querySelectorAll('.flame').forEach((f) => {

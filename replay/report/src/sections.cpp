@@ -60,7 +60,7 @@ std::optional<Section> leakSection(replay::Replay& r, replay::FrameNamer& namer,
   std::string note = "Points: " + pointList(res) + " (" + res.chosenBecause + "), " +
                      std::to_string(res.dumpedPoints) + " with RAM dumps. ";
   if (!res.suspects.empty()) {
-    note += "Suspects as `heapman leaks` ranks them; click a row for its root path, root first.";
+    note += "Suspects as `heapman leaks` ranks them; click a row for its root path, root first (the first is open).";
     w.key("columns").beginArray();
     column(w, "rank", true);
     column(w, "sentence");
@@ -84,7 +84,7 @@ std::optional<Section> leakSection(replay::Replay& r, replay::FrameNamer& namer,
       w.endArray();
     }
     w.endArray();
-    w.field("sort", 4);
+    w.field("sort", 4).field("open", true);
   } else {
     // Step 1 only: the sites that grew at every repetition.
     note += res.graphNote.empty() ? "No container grew at every dumped point; the sites below "
