@@ -7,7 +7,6 @@
 #include "heapman/leaks/leaks.h"
 #include "heapman/map/heap_map.h"
 #include "heapman/map/png.h"
-#include "heapman/map/video.h"
 #include "json_writer.h"
 
 namespace heapman::report {
@@ -162,11 +161,6 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
     if (why) *why = "the log has no events";
     return std::nullopt;
   }
-  map::VideoPlan plan;
-  for (const Point& p : points) {
-    plan.points.push_back({p.limit, 0});
-    plan.copies.push_back(1);
-  }
   map::MapOptions mo;
   mo.width = o.width, mo.height = o.height;
   mo.title = title;
@@ -175,20 +169,28 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
   size_t pngBytes = 0, shown = 0;
   try {
     map::LogScan scan = map::scanLog(r);
-    map::MapRenderer m(r, nullptr, scan, mo);
-    map::renderVideo(
-        r, m, plan,
-        [&](const map::MapPicture& pic, size_t i, uint32_t) {
-          if (pngBytes >= o.budgetBytes) return;
-          std::string png = map::encodePng(pic.image);
-          pngBytes += png.size();
-          ++shown;
-          w.beginObject().field("seq", points[i].limit - 1).field("point", points[i].name);
-          w.field("label", points[i].label);
-          w.field("liveBytes", pic.liveBytes).field("pngBytes", uint64_t(png.size()));
-          w.field("image", "data:image/png;base64," + base64(png)).endObject();
-        },
-        {});
+    // Each picture as `heapman map --at POINT` draws it (a renderer of its own, the deaths since
+    // the last GC before the point in red): two seeks from the nearest checkpoint, not a pass
+    // over the log between the points.
+    for (const Point& p : points) {
+      if (pngBytes >= o.budgetBytes) break;
+      uint64_t since = p.limit;
+      for (const replay::GcRecord& g : t.gcs)
+        if (g.ended && g.endSeq + 1 < p.limit) since = g.endSeq + 1;
+      map::MapRenderer m(r, nullptr, scan, mo);
+      r.seek(since);
+      m.setNewSince(since);
+      map::DeathCollector deaths(r);
+      r.seek(p.limit, &deaths);
+      m.addDeaths(deaths.take());
+      map::MapPicture pic = m.render();
+      std::string png = map::encodePng(pic.image);
+      pngBytes += png.size();
+      ++shown;
+      w.beginObject().field("seq", p.limit - 1).field("point", p.name).field("label", p.label);
+      w.field("liveBytes", pic.liveBytes).field("pngBytes", uint64_t(png.size()));
+      w.field("image", "data:image/png;base64," + base64(png)).endObject();
+    }
   } catch (const map::MapError& e) {
     if (why) *why = e.what();
     return std::nullopt;
@@ -196,8 +198,9 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
   w.endArray();
   std::string note = "Heap maps " + chosen + ": " + std::to_string(shown) + " pictures of " +
                      std::to_string(o.width) + "x" + std::to_string(o.height) + ", " +
-                     std::to_string(pngBytes) + " bytes of PNG, drawn as `heapman video` draws its pictures (Hilbert layout, "
-                     "coloured by heap kind; red: died since the previous picture).";
+                     std::to_string(pngBytes) + " bytes of PNG, each as `heapman map --at POINT --size " + std::to_string(o.width) +
+                     "x" + std::to_string(o.height) + "` draws it (Hilbert layout, coloured by "
+                     "heap kind; red: died since the GC before it).";
   if (shown < points.size())
     note += " " + std::to_string(points.size() - shown) + " more left out: the page's budget for "
             "pictures is " + std::to_string(o.budgetBytes) + " bytes.";

@@ -247,7 +247,8 @@ std::string unjson(const std::string& s) {
 //    first, and is open at load: its chain is that suspect's root path, the steps of
 //    `heapman leaks --json`'s paths table (node, type, field, size, retained, function);
 //  - one heap-map frame per point `heapman leaks` compares (after the GC that follows each
-//    level_end), each a PNG of 640 x 640 (signature, IHDR, IEND; as many bytes as the page says);
+//    level_end), each a PNG of 640 x 640 (signature, IHDR, IEND; as many bytes as the page says),
+//    byte for byte the one `heapman map --at POINT --size 640x640` writes;
 //  - the slider's frame is where the chart's marker is: the marker sits on the chart's GC point
 //    of the frame's point, at load (the first frame) and after the self-test moved the slider to
 //    its end (the last); a click on the chart moved the slider to the frame nearest the click.
@@ -301,6 +302,14 @@ void checkLeaksAndMaps(const std::string& log, const std::string& page) {
     CHECK(be32(png, 16) == 640);
     CHECK(be32(png, 20) == 640);
     CHECK(png.compare(png.size() - 8, 4, "IEND") == 0);
+    // The picture `heapman map` draws at that point, byte for byte.
+    std::string file = fs::path(page).parent_path().string() + "/frame.png";
+    REQUIRE(sh(q(REPORT_HEAPMAN) + " map " + q(log) + " --at " + m[2].str() +
+                   " --size 640x640 -o " + q(file),
+               out) == 0);
+    std::ifstream f(file, std::ios::binary);
+    std::string cli((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    CHECK(cli == png);
   }
   REQUIRE(frames.size() == gcs.size());
   for (size_t i = 0; i < frames.size(); ++i) CHECK(frames[i].second == gcs[i]);
@@ -485,6 +494,34 @@ TEST_CASE("report: --compare draws both runs and their differences") {
   CHECK(dom.find("id=\"leaks-1\"") == std::string::npos);
   CHECK(dom.find("id=\"maps-1\"") != std::string::npos);
   selfTest(page, 7, 2);  // blame, growth, churn of each run, A's leak suspects
+}
+
+TEST_CASE("report: without RAM dumps the leak section lists the sites that grew") {
+  const Recorded& r = recorded();
+  std::string log = r.dir + "/nodumps.hml", page = r.dir + "/nodumps.html", out;
+  REQUIRE(sh(q(REPORT_HEAPREC) + " run -o " + q(log) + " -- " + q(REPORT_GC_GAME) +
+                 " 3 300 >/dev/null 2>" + q(r.dir + "/rec.err"),
+             out) == 0);
+  REQUIRE(sh(q(REPORT_HEAPMAN) + " report " + q(log) + " -o " + q(page), out) == 0);
+  REQUIRE(sh(q(REPORT_HEAPMAN) + " leaks " + q(log) + " --json -", out) == 0);
+  std::vector<std::string> sites;
+  std::regex siteRe(R"re(\{"function":"((?:[^"\\]|\\.)*)","module":"[^"]*","bytes_per_step")re");
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), siteRe); it != std::sregex_iterator();
+       ++it)
+    sites.push_back(unjson((*it)[1]));
+  REQUIRE(!sites.empty());
+  std::string dom = dumpDom(page);
+  requireClean(dom);
+  std::vector<std::string> rows = tags(dom, "data-table=\"leaks-0\"", "</table>",
+                                       "<tr class=\"hm-row\"[^>]*><td[^>]*>[^<]*</td>");
+  REQUIRE(rows.size() == sites.size());
+  std::smatch m;
+  REQUIRE(std::regex_search(rows[0], m, std::regex("<td[^>]*>([^<]*)</td>")));
+  CHECK(unescape(m[1]) == sites[0]);
+  CHECK(dom.find("0 of the 3 points have a RAM dump") != std::string::npos);
+  // The heap maps need no dumps: one per level_end still.
+  CHECK(tags(dom, "id=\"maps-0\"", "</section>", "<input [^>]*max=\"2\"[^>]*class=\"frame-slider\"")
+            .size() == 1);
 }
 
 TEST_CASE("report: bad usage is refused with exit code 2") {

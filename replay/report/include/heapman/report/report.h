@@ -6,7 +6,8 @@
 //   b.addRun(replay, namer, exclusions, "game.hml");      // gathers everything one log gives
 //   b.addRun(other, otherNamer, exclusions, "game2.hml");   // --compare: a second run, and
 //   b.addComparison(replay, a, other, b2);                   //   compareLogs at both ends
-//   b.addSection({...});                                     // more views (leak suspects, maps)
+//   b.addSection({...});                                     // more views: leakSection and
+//                                                            //   mapSection (sections.h)
 //   writeFile(path, b.html());
 //
 // The page is report.html, report.css and report.js (replay/report/assets/, embedded into the
@@ -18,9 +19,10 @@
 //   "table":  {"columns":[{"name","numeric","bytes"}], "rows":[[...]], "details":[[...]]?,
 //              "note":"..."}; a row's details (strings) are drawn as a chain root -> ... ->
 //              object under the row when it is expanded (leak suspects' root paths);
-//   "frames": {"frames":[{"seq":S, "point":"gc:N", "image":"data:image/png;base64,..."}],
-//              "note":"..."}; a slider over the frames, synced with the run's time axis (heap
-//              maps).
+//              "open":true opens the first row at load;
+//   "frames": {"frames":[{"seq":S, "point":"gc:N", "label":"...", "liveBytes":B,
+//              "image":"data:image/png;base64,..."}], "note":"..."} (label, liveBytes optional);
+//              a slider over the frames, synced with the run's time axis (heap maps).
 // Threads: one thread; the Replays are moved (seeked) by the builder.
 #pragma once
 

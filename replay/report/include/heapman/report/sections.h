@@ -3,8 +3,9 @@
 //   leakSection  the leak suspects of `heapman leaks` at its default points (replay/leaks), a
 //                "table" whose rows open to the suspect's root path, root first; without RAM
 //                dumps at the points, the growing sites (step 1) instead, with the reason;
-//   mapSection   heap-map pictures (replay/map) at a handful of points, PNGs inlined as data:
-//                URIs, a "frames" section whose slider moves the run's chart marker.
+//   mapSection   heap-map pictures (replay/map) at a handful of points, each as `heapman map
+//                --at POINT` draws it, PNGs inlined as data: URIs, a "frames" section whose
+//                slider moves the run's chart marker.
 // Threads: one thread; both move (seek) the Replay.
 #pragma once
 
@@ -28,7 +29,7 @@ struct FramesOptions {
   int width = 640, height = 640;
   // PNG bytes for all frames together (before base64); frames past it are left out, and the
   // note says so.
-  size_t budgetBytes = 8u << 20;
+  size_t budgetBytes = 6u << 20;
 };
 
 // std::nullopt (and *why) when the log has no heap to draw.
