@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "heapman/report/report.h"
@@ -71,19 +72,28 @@ int run(Session& s, const po::variables_map& vm) {
   std::vector<std::string> leftOut;
   report::FramesOptions fo;
   fo.maxFrames = vm["frames"].as<size_t>();
+  // A section that cannot be made (nothing to compare, a RAM dump it cannot read) is left out
+  // with a line saying why; the rest of the page is still written.
   auto sections = [&](Session& one, int run) {
-    std::string why, tag = vm.count("compare") ? (run ? " (B)" : " (A)") : "";
-    if (auto sec = report::leakSection(*one.replay, *one.namer, ex, run, &why))
-      b.addSection(std::move(*sec));
-    else
-      leftOut.push_back("leak suspects" + tag + " left out: " + why);
-    if (!fo.maxFrames) return;
-    if (auto sec = report::mapSection(*one.replay,
-                                      std::filesystem::path(one.path).filename().string(), run,
-                                      fo, &why))
-      b.addSection(std::move(*sec));
-    else
-      leftOut.push_back("heap maps" + tag + " left out: " + why);
+    std::string tag = vm.count("compare") ? (run ? " (B)" : " (A)") : "";
+    auto add = [&](const char* what, auto make) {
+      std::string why;
+      try {
+        if (std::optional<report::Section> sec = make(why)) return b.addSection(std::move(*sec));
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      leftOut.push_back(what + tag + " left out: " + why);
+    };
+    add("leak suspects", [&](std::string& why) {
+      return report::leakSection(*one.replay, *one.namer, ex, run, &why);
+    });
+    if (fo.maxFrames)
+      add("heap maps", [&](std::string& why) {
+        return report::mapSection(*one.replay,
+                                  std::filesystem::path(one.path).filename().string(), run, fo,
+                                  &why);
+      });
   };
   sections(s, 0);
   int rc = kExitOk;
