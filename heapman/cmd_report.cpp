@@ -66,15 +66,18 @@ int run(Session& s, const po::variables_map& vm) {
       b.addSectionJson(std::filesystem::path(file).filename().string(), text.str());
     }
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
-  b.addRun(*s.replay, *s.namer, ex, s.path);
+  report::FramesOptions fo;
+  fo.maxFrames = vm["frames"].as<size_t>();
+  // The heap maps' scan of the log rides on the run's own pass.
+  std::optional<map::LogScanner> scanner;
+  if (fo.maxFrames) scanner.emplace(*s.replay);
+  b.addRun(*s.replay, *s.namer, ex, s.path, scanner ? &*scanner : nullptr);
   // Views from other libraries join as b.addSection({id, title, kind, json, run}) (kinds
   // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.10).
   std::vector<std::string> leftOut;
-  report::FramesOptions fo;
-  fo.maxFrames = vm["frames"].as<size_t>();
   // A section that cannot be made (nothing to compare, a RAM dump it cannot read) is left out
   // with a line saying why; the rest of the page is still written.
-  auto sections = [&](Session& one, int run) {
+  auto sections = [&](Session& one, int run, std::optional<map::LogScanner>& scan) {
     std::string tag = vm.count("compare") ? (run ? " (B)" : " (A)") : "";
     auto add = [&](const char* what, auto make) {
       std::string why;
@@ -88,20 +91,24 @@ int run(Session& s, const po::variables_map& vm) {
     add("leak suspects", [&](std::string& why) {
       return report::leakSection(*one.replay, *one.namer, ex, run, &why);
     });
-    if (fo.maxFrames)
+    if (scan)
       add("heap maps", [&](std::string& why) {
+        map::LogScan taken = scan->take();
         return report::mapSection(*one.replay,
                                   std::filesystem::path(one.path).filename().string(), run, fo,
-                                  &why);
+                                  &why, &taken);
       });
   };
-  sections(s, 0);
+  sections(s, 0, scanner);
   int rc = kExitOk;
   if (vm.count("compare")) {
     auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));
     for (const std::string& p : o.points) other->replay->resolve(p);
-    b.addRun(*other->replay, *other->namer, ex, other->path);
-    sections(*other, 1);
+    std::optional<map::LogScanner> otherScanner;
+    if (fo.maxFrames) otherScanner.emplace(*other->replay);
+    b.addRun(*other->replay, *other->namer, ex, other->path,
+             otherScanner ? &*otherScanner : nullptr);
+    sections(*other, 1, otherScanner);
     b.addComparison(*s.replay, *s.namer, *other->replay, *other->namer, ex);
     if (const auto& damage = other->replay->damage()) {
       std::fprintf(stderr,

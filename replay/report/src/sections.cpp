@@ -110,7 +110,8 @@ std::optional<Section> leakSection(replay::Replay& r, replay::FrameNamer& namer,
 }
 
 std::optional<Section> mapSection(replay::Replay& r, const std::string& title, int run,
-                                  const FramesOptions& o, std::string* why) {
+                                  const FramesOptions& o, std::string* why,
+                                  const map::LogScan* scan) {
   const replay::LogTables& t = r.tables();
   // The points: those `heapman leaks` compares by default (each occurrence of the custom event
   // that repeats most, taken after the GC that follows it), else the GCs, else positions.
@@ -168,7 +169,8 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
   w.beginObject().key("frames").beginArray();
   size_t pngBytes = 0, shown = 0;
   try {
-    map::LogScan scan = map::scanLog(r);
+    map::LogScan own;
+    if (!scan) own = map::scanLog(r), scan = &own;
     // Each picture as `heapman map --at POINT` draws it (a renderer of its own, the deaths since
     // the last GC before the point in red): two seeks from the nearest checkpoint, not a pass
     // over the log between the points.
@@ -177,7 +179,7 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
       uint64_t since = p.limit;
       for (const replay::GcRecord& g : t.gcs)
         if (g.ended && g.endSeq + 1 < p.limit) since = g.endSeq + 1;
-      map::MapRenderer m(r, nullptr, scan, mo);
+      map::MapRenderer m(r, nullptr, *scan, mo);
       r.seek(since);
       m.setNewSince(since);
       map::DeathCollector deaths(r);

@@ -68,8 +68,10 @@ class Builder {
   // Gathers one log's views: series, GCs, events, frames, blame and live flame graph at the
   // points, churn and the garbage flame graph over the whole log, retained size by type.
   // Throws ReplayError (a point the log does not have) and log::FormatError.
+  // also: fed every birth and death of [start, end) once, in order, by the run's own pass (a
+  // map::LogScanner for the heap-map section: no pass of its own).
   void addRun(replay::Replay& r, replay::FrameNamer& namer, const replay::Exclusions& ex,
-              const std::string& label);
+              const std::string& label, replay::Observer* also = nullptr);
   // The first and second runs compared at their ends (compareLogs: per function and per type).
   void addComparison(replay::Replay& a, replay::FrameNamer& na, replay::Replay& b,
                      replay::FrameNamer& nb, const replay::Exclusions& ex);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "heapman/map/heap_map.h"
 #include "heapman/report/report.h"
 
 namespace heapman::report {
@@ -32,9 +33,11 @@ struct FramesOptions {
   size_t budgetBytes = 6u << 20;
 };
 
-// std::nullopt (and *why) when the log has no heap to draw.
+// std::nullopt (and *why) when the log has no heap to draw. scan: the log's map::LogScan when
+// the caller has it (a map::LogScanner given to Builder::addRun), else one pass makes it.
 std::optional<Section> mapSection(replay::Replay& r, const std::string& title, int run,
-                                  const FramesOptions& o, std::string* why);
+                                  const FramesOptions& o, std::string* why,
+                                  const map::LogScan* scan = nullptr);
 
 // RFC 4648 base64 (the data: URIs).
 std::string base64(const std::string& bytes);
