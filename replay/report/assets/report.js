@@ -479,6 +479,7 @@
         }
         tip.append(el('div', {class: 'tip-hint', text: 'click: blame the nearest point \u00b7 shift-click: growth from it'}));
         tip.hidden = false;
+        if (dragFrom === null) run.hoverListeners.forEach((f) => f(a.limit));
         const left = a.px / W * 100;
         tip.style.left = left > 60 ? '' : 'calc(' + left + '% + 12px)';
         tip.style.right = left > 60 ? 'calc(' + (100 - left) + '% + 12px)' : '';
@@ -498,6 +499,7 @@
       box.append(svg, tip);
     }
     run.cursorListeners = run.cursorListeners || [];
+    run.hoverListeners = run.hoverListeners || [];
     run.redrawChart = draw;
     run.listeners.push(draw);
     draw();
@@ -744,10 +746,9 @@
       }
     },
     // {"frames":[{"seq":S,"point":"gc:N","image":"data:image/png;base64,...","label":"...",
-    //  "liveBytes":B}] (label, liveBytes optional),
-    //  "note":"..."}:
-    // a slider over the frames; moving it shows the frame's position on the run's chart, and a
-    // click on the chart moves it to the frame nearest the click.
+    //  "liveBytes":B}] (label, liveBytes optional), "note":"..."}:
+    // a slider over the frames; moving it shows the frame's position on the run's chart, and
+    // hovering or clicking the chart moves it to the frame nearest the pointer.
     frames: function (box, data, run) {
       const frames = data.frames || [];
       if (data.note) box.append(el('p', {class: 'note', text: data.note}));
@@ -766,14 +767,18 @@
         if (run && run.setCursor) run.setCursor(f.seq + 1);
       }
       slider.addEventListener('input', () => show(Number(slider.value)));
-      // A click on the chart: the frame nearest it (the box keeps the click's position and the
-      // frame it chose, for the browser tests).
-      if (run) run.cursorListeners.push((limit) => {
+      // Hovering or clicking the chart: the frame nearest the pointer (the box keeps the
+      // position and the frame it chose, for the browser tests).
+      const follow = (how) => (limit) => {
         const i = Math.max(0, nearestIndex(frames, limit - 1, (f) => f.seq));
-        box.setAttribute('data-chart-limit', String(limit));
-        box.setAttribute('data-chart-frame', String(i));
-        show(i);
-      });
+        box.setAttribute('data-' + how + '-limit', String(limit));
+        box.setAttribute('data-' + how + '-frame', String(i));
+        if (String(i) !== slider.value || how === 'chart') show(i);
+      };
+      if (run) {
+        run.cursorListeners.push(follow('chart'));
+        run.hoverListeners.push(follow('hover'));
+      }
       box.classList.add('frames-box');
       box.append(el('div', {class: 'controls'}, slider, label), img);
       show(0);

@@ -206,7 +206,8 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
   if (shown < points.size())
     note += " " + std::to_string(points.size() - shown) + " more left out: the page's budget for "
             "pictures is " + std::to_string(o.budgetBytes) + " bytes.";
-  note += " The slider moves the chart's marker; a click on the chart moves the slider.";
+  note += " The slider moves the chart's marker; hovering or clicking the chart moves the "
+          "slider.";
   w.field("note", note).endObject();
   return Section{"maps-" + std::to_string(run), "Heap map", "frames", w.take(), run};
 }

@@ -251,7 +251,8 @@ std::string unjson(const std::string& s) {
 //    byte for byte the one `heapman map --at POINT --size 640x640` writes;
 //  - the slider's frame is where the chart's marker is: the marker sits on the chart's GC point
 //    of the frame's point, at load (the first frame) and after the self-test moved the slider to
-//    its end (the last); a click on the chart moved the slider to the frame nearest the click.
+//    its end (the last); hovering and clicking the chart moved the slider to the frame nearest
+//    the pointer.
 void checkLeaksAndMaps(const std::string& log, const std::string& page) {
   std::string out;
   REQUIRE(sh(q(REPORT_HEAPMAN) + " leaks " + q(log) + " --csv -", out) == 0);
@@ -375,16 +376,20 @@ void checkLeaksAndMaps(const std::string& log, const std::string& page) {
   // The chart's click moved the slider to the frame nearest it; the slider's end, the marker.
   std::vector<std::string> box = tags(dom, "id=\"maps-0\"", "</section>", "<div [^>]*frames-box[^>]*>");
   REQUIRE(box.size() == 1);
-  uint64_t clicked = std::stoull(attr(box[0], "data-chart-limit"));
-  size_t nearest = 0;
-  for (size_t i = 1; i < frames.size(); ++i) {
+  auto nearest = [&](const std::string& limitText) {
+    REQUIRE(!limitText.empty());
+    uint64_t seq = std::stoull(limitText) - 1;
     auto d = [&](size_t k) {
-      return frames[k].first > clicked - 1 ? frames[k].first - (clicked - 1)
-                                           : (clicked - 1) - frames[k].first;
+      return frames[k].first > seq ? frames[k].first - seq : seq - frames[k].first;
     };
-    if (d(i) < d(nearest)) nearest = i;
-  }
-  CHECK(attr(box[0], "data-chart-frame") == std::to_string(nearest));
+    size_t best = 0;
+    for (size_t i = 1; i < frames.size(); ++i)
+      if (d(i) < d(best)) best = i;
+    return std::to_string(best);
+  };
+  CHECK(attr(box[0], "data-chart-frame") == nearest(attr(box[0], "data-chart-limit")));
+  // Hovering the chart moved it too (the self-test hovers the middle of the chart).
+  CHECK(attr(box[0], "data-hover-frame") == nearest(attr(box[0], "data-hover-limit")));
   markerAt(dom, frames.size() - 1);
 }
 }  // namespace
