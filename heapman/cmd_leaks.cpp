@@ -121,7 +121,8 @@ int run(Session& s, const po::variables_map& vm) {
     Table t{name, {}, {}};
     t.columns = {{site ? "function" : "type"}};
     if (site) t.columns.push_back({"module"});
-    for (const char* c : {"bytes per step", "rises"}) t.columns.push_back({c, true});
+    t.columns.push_back({"bytes per step", true});
+    t.columns.push_back({"rises"});  // "2/3": text, not a JSON number
     t.columns.push_back({"bytes at points"});
     t.columns.push_back({"objects at points"});
     for (const leaks::GrowthRow& row : rows) {

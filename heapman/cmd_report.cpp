@@ -1,14 +1,18 @@
 // heapman report LOG [--compare LOG2] -o report.html: one self-contained HTML page (no network,
 // everything inlined) with the live heap over time, GCs, events and frame marks, blame at points,
 // growth between two of them, churn, flame graphs of the live set and of the garbage, and the
-// retained size by type where the log has RAM dumps; with --compare, a second log beside it and
-// the differences. The views are gathered by replay/report (heapman::report).
+// retained size by type where the log has RAM dumps, the leak suspects with their root paths
+// (`heapman leaks` at its default points), heap-map frames on a slider synced with the chart; with
+// --compare, a second log beside it and the differences. The views are gathered by replay/report
+// (heapman::report; the leak and map sections by its sections.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "heapman/report/report.h"
+#include "heapman/report/sections.h"
 #include "session.h"
 
 namespace heapman::cli {
@@ -24,6 +28,8 @@ void options(po::options_description& o, po::positional_options_description&) {
       "points", po::value<size_t>()->default_value(24),
       "custom events (else GCs) chosen evenly as points, at most")(
       "samples", po::value<size_t>()->default_value(1200), "samples of the live series")(
+      "frames", po::value<size_t>()->default_value(12),
+      "heap-map pictures at most (each repeated custom event, else GCs; 0: none)")(
       "section", po::value<std::vector<std::string>>(),
       "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
       "shapes: docs/DESIGN.md 3.10)")(
@@ -60,14 +66,49 @@ int run(Session& s, const po::variables_map& vm) {
       b.addSectionJson(std::filesystem::path(file).filename().string(), text.str());
     }
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
-  b.addRun(*s.replay, *s.namer, ex, s.path);
-  // Views from other libraries join here as b.addSection({id, title, kind, json, run}) (kinds
+  report::FramesOptions fo;
+  fo.maxFrames = vm["frames"].as<size_t>();
+  // The heap maps' scan of the log rides on the run's own pass.
+  std::optional<map::LogScanner> scanner;
+  if (fo.maxFrames) scanner.emplace(*s.replay);
+  b.addRun(*s.replay, *s.namer, ex, s.path, scanner ? &*scanner : nullptr);
+  // Views from other libraries join as b.addSection({id, title, kind, json, run}) (kinds
   // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.10).
+  std::vector<std::string> leftOut;
+  // A section that cannot be made (nothing to compare, a RAM dump it cannot read) is left out
+  // with a line saying why; the rest of the page is still written.
+  auto sections = [&](Session& one, int run, std::optional<map::LogScanner>& scan) {
+    std::string tag = vm.count("compare") ? (run ? " (B)" : " (A)") : "";
+    auto add = [&](const char* what, auto make) {
+      std::string why;
+      try {
+        if (std::optional<report::Section> sec = make(why)) return b.addSection(std::move(*sec));
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      leftOut.push_back(what + tag + " left out: " + why);
+    };
+    add("leak suspects", [&](std::string& why) {
+      return report::leakSection(*one.replay, *one.namer, ex, run, &why);
+    });
+    if (scan)
+      add("heap maps", [&](std::string& why) {
+        map::LogScan taken = scan->take();
+        return report::mapSection(*one.replay,
+                                  std::filesystem::path(one.path).filename().string(), run, fo,
+                                  &why, &taken);
+      });
+  };
+  sections(s, 0, scanner);
   int rc = kExitOk;
   if (vm.count("compare")) {
     auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));
     for (const std::string& p : o.points) other->replay->resolve(p);
-    b.addRun(*other->replay, *other->namer, ex, other->path);
+    std::optional<map::LogScanner> otherScanner;
+    if (fo.maxFrames) otherScanner.emplace(*other->replay);
+    b.addRun(*other->replay, *other->namer, ex, other->path,
+             otherScanner ? &*otherScanner : nullptr);
+    sections(*other, 1, otherScanner);
     b.addComparison(*s.replay, *s.namer, *other->replay, *other->namer, ex);
     if (const auto& damage = other->replay->damage()) {
       std::fprintf(stderr,
@@ -80,6 +121,7 @@ int run(Session& s, const po::variables_map& vm) {
   std::string page = b.html();
   writeOutput(out, page);
   s.progress->finish();
+  for (const std::string& line : leftOut) std::printf("%s\n", line.c_str());
   std::printf("wrote %s (%s bytes)\n", out.c_str(), num(page.size()).c_str());
   flushStdout();
   return rc;
@@ -88,8 +130,9 @@ int run(Session& s, const po::variables_map& vm) {
 }  // namespace
 
 extern const ReplayVerb kReportVerb{
-    "report", "-o report.html [--compare LOG2] [--at POINT]... [--section FILE]...",
-    "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs",
+    "report", "-o report.html [--compare LOG2] [--at POINT]... [--frames N] [--section FILE]...",
+    "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs, leak "
+    "suspects, heap maps",
     options, run};
 
 }  // namespace heapman::cli

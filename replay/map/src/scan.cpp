@@ -7,77 +7,65 @@
 
 namespace heapman::map {
 
-namespace {
+LogScanner::LogScanner(const replay::Replay& r, size_t samples)
+    : r_(r), bins_(samples ? samples : 1), delta_(bins_ + 1) {
+  const replay::LogTables& t = r.tables();
+  s_.firstSeq = t.firstSeq;
+  s_.endSeq = t.endSeq;
+  s_.allocBytes.assign(t.infos.size(), 0);
+}
 
-class ScanObserver : public replay::Observer {
- public:
-  ScanObserver(const replay::Replay& r, LogScan& s, size_t samples)
-      : r_(r), s_(s), bins_(samples ? samples : 1), delta_(bins_ + 1) {}
+void LogScanner::born(const replay::LiveObject& o) {
+  const replay::AllocInfo& i = r_.info(o.info());
+  uint64_t id = o.info();
+  if (id >= s_.allocBytes.size()) s_.allocBytes.resize(id + 1);
+  s_.allocBytes[id] += i.size;
+  delta_[bin(o.birthSeq())] += int64_t(i.size);
+  uint64_t size = std::max<uint64_t>(1, i.actualSize ? i.actualSize : i.size);
+  uint64_t g0 = o.address >> kGranuleBits, g1 = (o.address + size - 1) >> kGranuleBits;
+  for (uint64_t g = g0; g <= g1; ++g) {
+    if (g == last_) continue;
+    last_ = g;
+    granules_.push_back(g);
+  }
+  if (granules_.size() >= kCompactAt) compact();
+}
 
-  void born(const replay::LiveObject& o) override {
-    const replay::AllocInfo& i = r_.info(o.info());
-    uint64_t id = o.info();
-    if (id >= s_.allocBytes.size()) s_.allocBytes.resize(id + 1);
-    s_.allocBytes[id] += i.size;
-    delta_[bin(o.birthSeq())] += int64_t(i.size);
-    uint64_t size = std::max<uint64_t>(1, i.actualSize ? i.actualSize : i.size);
-    uint64_t g0 = o.address >> kGranuleBits, g1 = (o.address + size - 1) >> kGranuleBits;
-    for (uint64_t g = g0; g <= g1; ++g) {
-      if (g == last_) continue;
-      last_ = g;
-      granules_.push_back(g);
-    }
-    if (granules_.size() >= kCompactAt) compact();
-  }
-  void died(const replay::LiveObject& o, replay::Death, uint64_t seq) override {
-    delta_[bin(seq)] -= int64_t(r_.info(o.info()).size);
-  }
-  void finish() {
-    compact();
-    s_.granules = std::move(granules_);
-    s_.liveBytes.assign(bins_, 0);
-    int64_t live = 0;
-    for (size_t b = 0; b < bins_; ++b) {
-      live += delta_[b];
-      s_.liveBytes[b] = uint64_t(std::max<int64_t>(live, 0));
-      s_.peakBytes = std::max(s_.peakBytes, s_.liveBytes[b]);
-    }
-  }
+void LogScanner::died(const replay::LiveObject& o, replay::Death, uint64_t seq) {
+  delta_[bin(seq)] -= int64_t(r_.info(o.info()).size);
+}
 
- private:
-  static constexpr size_t kCompactAt = size_t{1} << 22;
-  size_t bin(uint64_t seq) const {
-    uint64_t span = s_.endSeq - s_.firstSeq;
-    if (span == 0 || seq < s_.firstSeq) return 0;
-    return std::min<size_t>(bins_ - 1, size_t(__uint128_t(seq - s_.firstSeq) * bins_ / span));
+LogScan LogScanner::take() {
+  compact();
+  s_.granules = std::move(granules_);
+  s_.liveBytes.assign(bins_, 0);
+  int64_t live = 0;
+  for (size_t b = 0; b < bins_; ++b) {
+    live += delta_[b];
+    s_.liveBytes[b] = uint64_t(std::max<int64_t>(live, 0));
+    s_.peakBytes = std::max(s_.peakBytes, s_.liveBytes[b]);
   }
-  void compact() {
-    std::sort(granules_.begin(), granules_.end());
-    granules_.erase(std::unique(granules_.begin(), granules_.end()), granules_.end());
-    last_ = ~uint64_t{0};
-  }
+  return std::move(s_);
+}
 
-  const replay::Replay& r_;
-  LogScan& s_;
-  size_t bins_;
-  std::vector<int64_t> delta_;
-  std::vector<uint64_t> granules_;
-  uint64_t last_ = ~uint64_t{0};
-};
+size_t LogScanner::bin(uint64_t seq) const {
+  uint64_t span = s_.endSeq - s_.firstSeq;
+  if (span == 0 || seq < s_.firstSeq) return 0;
+  return std::min<size_t>(bins_ - 1, size_t(__uint128_t(seq - s_.firstSeq) * bins_ / span));
+}
 
-}  // namespace
+void LogScanner::compact() {
+  std::sort(granules_.begin(), granules_.end());
+  granules_.erase(std::unique(granules_.begin(), granules_.end()), granules_.end());
+  last_ = ~uint64_t{0};
+}
 
 LogScan scanLog(replay::Replay& r, size_t samples) {
-  LogScan s;
+  LogScanner obs(r, samples);
   const replay::LogTables& t = r.tables();
-  s.firstSeq = t.firstSeq;
-  s.endSeq = t.endSeq;
-  s.allocBytes.assign(t.infos.size(), 0);
-  ScanObserver obs(r, s, samples);
   r.replayFromStart(t.firstSeq);
   r.seek(t.endSeq, &obs);
-  obs.finish();
-  return s;
+  return obs.take();
 }
 
 }  // namespace heapman::map

@@ -431,11 +431,15 @@
       overlay.addEventListener('dblclick', () => { x0 = first; x1 = last; draw(); });
       const ext = sv('line', {x1: 0, x2: 0, y1: M.t, y2: M.t + ph, class: 'ext-cursor', visibility: 'hidden'});
       svg.append(ext);
+      // The marker of a frame slider: kept across redraws (zoom, a new blame point).
       run.setCursor = (limit) => {
-        if (limit === null) { ext.setAttribute('visibility', 'hidden'); return; }
+        run.cursorAt = limit;
+        if (limit === null || !inView(limit)) { ext.setAttribute('visibility', 'hidden'); return; }
         ext.setAttribute('x1', X(limit)); ext.setAttribute('x2', X(limit));
+        ext.setAttribute('data-limit', String(limit));
         ext.setAttribute('visibility', 'visible');
       };
+      if (run.cursorAt !== undefined) run.setCursor(run.cursorAt);
       function at(ev) {
         const r = svg.getBoundingClientRect();
         const px = (ev.clientX - r.left) / r.width * W;
@@ -475,6 +479,7 @@
         }
         tip.append(el('div', {class: 'tip-hint', text: 'click: blame the nearest point \u00b7 shift-click: growth from it'}));
         tip.hidden = false;
+        if (dragFrom === null) run.hoverListeners.forEach((f) => f(a.limit));
         const left = a.px / W * 100;
         tip.style.left = left > 60 ? '' : 'calc(' + left + '% + 12px)';
         tip.style.right = left > 60 ? 'calc(' + (100 - left) + '% + 12px)' : '';
@@ -494,6 +499,7 @@
       box.append(svg, tip);
     }
     run.cursorListeners = run.cursorListeners || [];
+    run.hoverListeners = run.hoverListeners || [];
     run.redrawChart = draw;
     run.listeners.push(draw);
     draw();
@@ -723,7 +729,7 @@
   const renderers = {
     error: function (box, message) { box.append(el('p', {class: 'warning', text: String(message)})); },
     // {"columns":[{"name","numeric","bytes","signed"}], "rows":[[...]], "details":[[str...]]?,
-    //  "note":"...", "sort":col, "sortAbs":bool}
+    //  "note":"...", "sort":col, "sortAbs":bool, "open":bool (the first row opened at load)}
     table: function (box, data, run, id) {
       const cols = data.columns.map((c, i) => ({name: c.name, numeric: !!c.numeric, bytes: !!c.bytes,
         signed: !!c.signed || /^\u0394/.test(c.name), abs: !!data.sortAbs && /^\u0394/.test(c.name), get: (r) => r[i]}));
@@ -734,10 +740,15 @@
         for (const step of data.details[r.index] || []) chain.append(el('li', {text: step}));
         return chain;
       } : null}));
+      if (data.open) {  // the first row opened at load (the top leak suspect's root path)
+        const first = box.querySelector('tr.expandable');
+        if (first) first.click();
+      }
     },
-    // {"frames":[{"seq":S,"point":"gc:N","image":"data:image/png;base64,..."}], "note":"..."}:
-    // a slider over the frames; moving it shows the frame's position on the run's chart, and a
-    // click on the chart moves it to the frame nearest the click.
+    // {"frames":[{"seq":S,"point":"gc:N","image":"data:image/png;base64,...","label":"...",
+    //  "liveBytes":B}] (label, liveBytes optional), "note":"..."}:
+    // a slider over the frames; moving it shows the frame's position on the run's chart, and
+    // hovering or clicking the chart moves it to the frame nearest the pointer.
     frames: function (box, data, run) {
       const frames = data.frames || [];
       if (data.note) box.append(el('p', {class: 'note', text: data.note}));
@@ -748,12 +759,27 @@
       function show(i) {
         const f = frames[i];
         img.src = f.image;
-        label.textContent = (f.point || ('seq:' + f.seq)) + ' (' + (i + 1) + ' of ' + frames.length + ')';
+        img.setAttribute('data-point', f.point || ('seq:' + f.seq));
+        img.setAttribute('data-limit', String(f.seq + 1));
+        label.textContent = (f.label || f.point || ('seq:' + f.seq)) + ' (' + (i + 1) + ' of ' + frames.length + ')' +
+          (typeof f.liveBytes === 'number' ? ': ' + fmtBytes(f.liveBytes) + ' live' : '');
         slider.value = String(i);
         if (run && run.setCursor) run.setCursor(f.seq + 1);
       }
       slider.addEventListener('input', () => show(Number(slider.value)));
-      if (run) run.cursorListeners.push((limit) => show(Math.max(0, nearestIndex(frames, limit - 1, (f) => f.seq))));
+      // Hovering or clicking the chart: the frame nearest the pointer (the box keeps the
+      // position and the frame it chose, for the browser tests).
+      const follow = (how) => (limit) => {
+        const i = Math.max(0, nearestIndex(frames, limit - 1, (f) => f.seq));
+        box.setAttribute('data-' + how + '-limit', String(limit));
+        box.setAttribute('data-' + how + '-frame', String(i));
+        if (String(i) !== slider.value || how === 'chart') show(i);
+      };
+      if (run) {
+        run.cursorListeners.push(follow('chart'));
+        run.hoverListeners.push(follow('hover'));
+      }
+      box.classList.add('frames-box');
       box.append(el('div', {class: 'controls'}, slider, label), img);
       show(0);
     }
@@ -922,7 +948,8 @@
     let details = 0;
     document.querySelectorAll('table.hm-table').forEach((t) => {
       const row = t.querySelector('tr.expandable');
-      if (row) { row.click(); details += t.querySelectorAll('tr.detail').length; }
+      if (row && !row.classList.contains('open')) row.click();
+      if (row) details += t.querySelectorAll('tr.detail').length;
     });
     root.setAttribute('data-selftest-details', String(details));
     document.querySelectorAll('.flame').forEach((f) => {

@@ -11,6 +11,7 @@
 
 #include "heapman/graph/graph_queries.h"
 #include "heapman/report/report.h"
+#include "choose.h"
 #include "json_writer.h"
 
 namespace heapman::report {
@@ -97,27 +98,16 @@ class SeriesObserver : public replay::Observer {
   uint64_t total_ = 0, peak_ = 0;
 };
 
-// Two observers fed by one pass.
-struct BothObservers : replay::Observer {
-  replay::Observer &first, &second;
-  BothObservers(replay::Observer& a, replay::Observer& b) : first(a), second(b) {}
-  void born(const replay::LiveObject& o) override { first.born(o), second.born(o); }
+// Observers fed by one pass.
+struct AllObservers : replay::Observer {
+  std::vector<replay::Observer*> list;
+  void born(const replay::LiveObject& o) override {
+    for (replay::Observer* x : list) x->born(o);
+  }
   void died(const replay::LiveObject& o, replay::Death how, uint64_t seq) override {
-    first.died(o, how, seq), second.died(o, how, seq);
+    for (replay::Observer* x : list) x->died(o, how, seq);
   }
 };
-
-// n indices out of [0, size), evenly spread, the last always in.
-std::vector<size_t> evenly(size_t size, size_t n) {
-  std::vector<size_t> out;
-  if (size == 0 || n == 0) return out;
-  if (size <= n) {
-    for (size_t i = 0; i < size; ++i) out.push_back(i);
-    return out;
-  }
-  for (size_t k = 1; k <= n; ++k) out.push_back(k * size / n - 1);
-  return out;
-}
 
 // Interned frames, sites, stacks and folded-stack names of one run.
 struct Interner {
@@ -205,7 +195,7 @@ void writeFlame(JsonWriter& w, Interner& in, std::vector<replay::FoldedLine> lin
 }  // namespace
 
 void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay::Exclusions& ex,
-                     const std::string& label) {
+                     const std::string& label, replay::Observer* also) {
   const LogTables& t = r.tables();
   const int runIndex = static_cast<int>(runs_.size());
   uint64_t first = r.resolve("start"), last = r.resolve("end");
@@ -272,7 +262,9 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   std::map<uint64_t, std::string> points;
   SeriesObserver series(t, limits);
   replay::GarbageCounter garbage(t);
-  BothObservers both(series, garbage);
+  AllObservers both;
+  both.list = {&series, &garbage};
+  if (also) both.list.push_back(also);
   r.seek(first);
   for (uint64_t limit : pointLimits) {
     r.seek(limit, &both);

@@ -50,6 +50,27 @@ struct LogScan {
 // Replays the whole log from the start (the replay ends at its end).
 LogScan scanLog(replay::Replay& r, size_t samples = 1024);
 
+// The same scan as an observer, for a caller that replays the whole log anyway (the report's
+// pass): give it every birth and death of [firstSeq, endSeq) once, in order, then take().
+class LogScanner : public replay::Observer {
+ public:
+  LogScanner(const replay::Replay& r, size_t samples = 1024);
+  void born(const replay::LiveObject& o) override;
+  void died(const replay::LiveObject& o, replay::Death how, uint64_t seq) override;
+  LogScan take();
+
+ private:
+  static constexpr size_t kCompactAt = size_t{1} << 22;
+  size_t bin(uint64_t seq) const;
+  void compact();
+  const replay::Replay& r_;
+  LogScan s_;
+  size_t bins_;
+  std::vector<int64_t> delta_;
+  std::vector<uint64_t> granules_;
+  uint64_t last_ = ~uint64_t{0};
+};
+
 // Where a position of the log is, for the header and the video's clock: the last GC that ended,
 // frame mark and custom event before it, and its time. Records with a time (GC begin and end,
 // custom events, frame marks) are the clock's anchors: a position's time is that of the last

@@ -6,7 +6,8 @@
 //   b.addRun(replay, namer, exclusions, "game.hml");      // gathers everything one log gives
 //   b.addRun(other, otherNamer, exclusions, "game2.hml");   // --compare: a second run, and
 //   b.addComparison(replay, a, other, b2);                   //   compareLogs at both ends
-//   b.addSection({...});                                     // more views (leak suspects, maps)
+//   b.addSection({...});                                     // more views: leakSection and
+//                                                            //   mapSection (sections.h)
 //   writeFile(path, b.html());
 //
 // The page is report.html, report.css and report.js (replay/report/assets/, embedded into the
@@ -18,9 +19,10 @@
 //   "table":  {"columns":[{"name","numeric","bytes"}], "rows":[[...]], "details":[[...]]?,
 //              "note":"..."}; a row's details (strings) are drawn as a chain root -> ... ->
 //              object under the row when it is expanded (leak suspects' root paths);
-//   "frames": {"frames":[{"seq":S, "point":"gc:N", "image":"data:image/png;base64,..."}],
-//              "note":"..."}; a slider over the frames, synced with the run's time axis (heap
-//              maps).
+//              "open":true opens the first row at load;
+//   "frames": {"frames":[{"seq":S, "point":"gc:N", "label":"...", "liveBytes":B,
+//              "image":"data:image/png;base64,..."}], "note":"..."} (label, liveBytes optional);
+//              a slider over the frames, synced with the run's time axis (heap maps).
 // Threads: one thread; the Replays are moved (seeked) by the builder.
 #pragma once
 
@@ -66,8 +68,10 @@ class Builder {
   // Gathers one log's views: series, GCs, events, frames, blame and live flame graph at the
   // points, churn and the garbage flame graph over the whole log, retained size by type.
   // Throws ReplayError (a point the log does not have) and log::FormatError.
+  // also: fed every birth and death of [start, end) once, in order, by the run's own pass (a
+  // map::LogScanner for the heap-map section: no pass of its own).
   void addRun(replay::Replay& r, replay::FrameNamer& namer, const replay::Exclusions& ex,
-              const std::string& label);
+              const std::string& label, replay::Observer* also = nullptr);
   // The first and second runs compared at their ends (compareLogs: per function and per type).
   void addComparison(replay::Replay& a, replay::FrameNamer& na, replay::Replay& b,
                      replay::FrameNamer& nb, const replay::Exclusions& ex);
