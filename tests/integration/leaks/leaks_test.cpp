@@ -306,6 +306,8 @@ TEST_CASE("heapman leaks: outputs and bad input", "[leaks][cli]") {
   REQUIRE(sh("cat '" + json + "'", text) == 0);
   CHECK(text.find("\"suspects\"") != std::string::npos);
   CHECK(text.find("remember_level") != std::string::npos);
+  // valid JSON (the "rises" column, "2/3", was once written as a bare number)
+  CHECK(sh("python3 -c 'import json, sys; json.load(open(sys.argv[1]))' '" + json + "'", text) == 0);
   if (std::string(LEAKS_DOT).size()) {
     REQUIRE(sh("'" + std::string(LEAKS_DOT) + "' -Tsvg '" + dotDir + "/suspect-1.dot' -o /dev/null",
                text) == 0);
