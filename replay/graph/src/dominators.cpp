@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <utility>
 
 #ifdef HEAPMAN_DOM_PHASES
@@ -37,13 +38,17 @@ namespace {
 // before anything touches it. The arrays here are written once and read at random: with 4 KiB
 // pages each first touch is a page fault and each random read a TLB miss (3 M nodes: about 10%
 // faster with them). A hint: without THP (or with "never") the pages are ordinary ones.
+void adviseHuge(const void* data, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  uintptr_t at = reinterpret_cast<uintptr_t>(data);
+  uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1), end = (at + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 template <class T>
 void reserveHuge(std::vector<T>& v, size_t n) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
   v.reserve(n);
-  uintptr_t at = reinterpret_cast<uintptr_t>(v.data());
-  uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1), end = (at + n * sizeof(T)) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  adviseHuge(v.data(), n * sizeof(T));
 }
 
 template <class T>
@@ -171,15 +176,32 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   }
   std::vector<uint32_t> preds = hugeVector<uint32_t>(predOff[m], 0);
   {
-    // Each list is filled from its end: fill[i] ends at predOff[i].
-    std::vector<uint32_t> fill;
-    reserveHuge(fill, m);
-    fill.assign(predOff.begin() + 1, predOff.end());
+    // Filled in two passes, so that no pass writes at random over the whole lists: the first,
+    // in node order, writes each edge as a (number, predecessor's number) pair into the bucket
+    // of its number (kBucketBits numbers a bucket, a bucket's pairs where its lists will be: one
+    // write stream per bucket); the second reads the pairs in sequence and fills each list from
+    // its end, a bucket's counters and lists in cache.
+    constexpr uint32_t kBucketBits = 15;
+    struct Pair {
+      uint32_t to, from;
+    };
+    const uint32_t buckets = (m >> kBucketBits) + 1;
+    std::vector<uint32_t> cursor(buckets);
+    for (uint32_t b = 0; b < buckets; ++b) cursor[b] = predOff[std::min(m, b << kBucketBits)];
+    std::unique_ptr<Pair[]> pairs(new Pair[predOff[m]]);  // uninitialized: every slot is written
+    adviseHuge(pairs.get(), sizeof(Pair) * predOff[m]);
     for (uint32_t v = 0; v < n; ++v) {
       uint32_t i = num[v];
       if (i == kNone) continue;
-      for (uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) preds[--fill[num[targets[e]]]] = i;
+      for (uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) {
+        uint32_t j = num[targets[e]];
+        pairs[cursor[j >> kBucketBits]++] = {j, i};
+      }
     }
+    std::vector<uint32_t> fill;  // fill[j] ends at predOff[j]
+    reserveHuge(fill, m);
+    fill.assign(predOff.begin() + 1, predOff.end());
+    for (uint32_t k = 0, end = predOff[m]; k < end; ++k) preds[--fill[pairs[k].to]] = pairs[k].from;
   }
   HEAPMAN_PHASE("preds");
 

@@ -10,9 +10,9 @@
 // semidominator) pairs, the next steps' pairs prefetched), each node's immediate dominator as
 // the nearest common ancestor of its DFS parent and its semidominator. No recursion anywhere: a
 // heap's chains (linked lists) are millions deep. Time O(E log V) worst case, near-linear in
-// practice; transient memory about 52 bytes per node at its peak (the DFS's records) plus 4-8
-// per edge (the predecessor lists, the DFS stack), on transparent huge pages, freed before
-// returning.
+// practice; transient memory at most about 52 bytes per node (the DFS's records, where it uses
+// them) plus 12 per edge (the predecessor lists and the pairs they are filled from), on
+// transparent huge pages, freed before returning.
 //
 // Retained size of a node: its own size plus that of every node it dominates, summed in reverse
 // preorder (a node's dominator precedes it). Unreachable nodes have idom kNoNode and retain 0.
