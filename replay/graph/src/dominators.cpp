@@ -138,7 +138,8 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
         },
         [&](uint32_t w) { __builtin_prefetch(&offsets[w]); });
   } else {
-    std::vector<Record> records = hugeVector(n, Record{});
+    std::unique_ptr<Record[]> records(new Record[n]);  // uninitialized: every one is written
+    adviseHuge(records.get(), sizeof(Record) * n);
     for (uint32_t v = 0; v < n; ++v) {
       Record& r = records[v];
       r.start = offsets[v];
