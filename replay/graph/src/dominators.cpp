@@ -8,6 +8,8 @@
 #include <memory>
 #include <utility>
 
+// Built with -DHEAPMAN_DOM_PHASES, dominators() prints each phase's CPU time to stderr (the
+// figures of docs/PERFORMANCE.md's second heap graph pass).
 #ifdef HEAPMAN_DOM_PHASES
 #include <time.h>
 
@@ -129,9 +131,11 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   // 61% on bench/graph_bench_heap's (the real collector's) heap, 7% on graph_bench's --local
   // one (pointers anywhere within 2 048 objects), none on its random one.
   uint32_t sampled = 0, near = 0;
-  for (uint32_t v = 0; v < n; v += std::max(1u, n / 256))
+  for (uint64_t at = 0; at < n; at += std::max(1u, n / 256)) {
+    uint32_t v = static_cast<uint32_t>(at);
     for (uint32_t e = offsets[v]; e < offsets[v + 1]; ++e, ++sampled)
       near += (targets[e] > v ? targets[e] - v : v - targets[e]) < 256;
+  }
   if (near * 2 >= sampled) {
     dfs([&](uint32_t v, auto&& visit) {
           for (uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) visit(targets[e]);
@@ -165,7 +169,7 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   // 2. Predecessor lists by preorder number, holding preorder numbers, laid out so that the
   // semidominator pass below (w from m - 1 down to 1) reads them in one descending sweep. Counted
   // by node id in node order (where the heap's pointers are local the counters touched lie near
-  // each other), the counts gathered into preorder, then filled in node order.
+  // each other), the counts gathered into preorder, then filled in two passes (below).
   std::vector<uint32_t> predOff = hugeVector<uint32_t>(m + 1, 0);
   {
     std::vector<uint32_t> indegree = hugeVector<uint32_t>(n, 0);
@@ -238,7 +242,8 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
     return link[v].best;
   };
   // The predecessors are read in one descending sweep; the links of those kAhead steps ahead are
-  // prefetched, and half way there, the link of their ancestor (eval's first step up).
+  // prefetched, at two thirds of the way the link of their ancestor (eval's first step up, read
+  // from the link prefetched before), at one third the next ancestor's.
   constexpr uint32_t kAhead = 48;
   for (uint32_t w = m - 1; w >= 1; --w) {
     uint32_t s = parent[w];  // the DFS parent is a candidate
