@@ -179,7 +179,8 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
     }
     for (uint32_t i = 0; i < m; ++i) predOff[i + 1] = predOff[i] + indegree[vertex[i]];
   }
-  std::vector<uint32_t> preds = hugeVector<uint32_t>(predOff[m], 0);
+  std::unique_ptr<uint32_t[]> preds(new uint32_t[predOff[m]]);  // uninitialized: all filled below
+  adviseHuge(preds.get(), sizeof(uint32_t) * predOff[m]);
   {
     // Filled in two passes, so that no pass writes at random over the whole lists: the first,
     // in node order, writes each edge as a (number, predecessor's number) pair into the bucket
@@ -217,8 +218,9 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   struct Link {
     uint32_t anc, best;
   };
-  std::vector<Link> link = hugeVector(m, Link{});
-  for (uint32_t i = 0; i < m; ++i) link[i] = {parent[i], i};
+  std::vector<Link> link;
+  reserveHuge(link, m);
+  for (uint32_t i = 0; i < m; ++i) link.push_back({parent[i], i});
   std::vector<uint32_t> semi = hugeVector<uint32_t>(m, 0);
   std::vector<uint32_t> path;
   // The least semidominator on v's path of linked ancestors (numbers > w are linked).
@@ -258,7 +260,7 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
     semi[w] = s;
     link[w].best = s;
   }
-  std::vector<uint32_t>().swap(preds);
+  preds.reset();
   std::vector<uint32_t>().swap(predOff);
   std::vector<Link>().swap(link);
   HEAPMAN_PHASE("semi");
