@@ -1,15 +1,18 @@
 // Dominator tree and retained sizes of a graph in CSR form, from one root (for a HeapGraph: the
 // super-root, node 0, which points to every root range and uncollectable object).
 //
-// Semi-NCA (Georgiadis, Tarjan, Werneck; the variant LLVM's dominator tree and LeakCanary use):
-// an iterative depth-first numbering (a stack of (node, parent number) entries: each node's edges
-// are read once, when it is numbered), predecessor lists filled in node order, semidominators in
-// reverse preorder through an iterative path-compressing eval over (ancestor, least
-// semidominator) pairs, with the next steps' reads prefetched, then each node's immediate
-// dominator as the nearest common ancestor of its DFS parent and its semidominator. No recursion
-// anywhere: a heap's chains (linked lists) are millions deep. Time O(E log V) worst case,
-// near-linear in practice; transient memory about 48 bytes per node plus 4-12 per edge (the
-// predecessor lists, the DFS stack), freed before returning.
+// Semi-NCA (Georgiadis, Tarjan, Werneck; the variant LLVM's dominator tree and LeakCanary use),
+// laid out for a heap far bigger than the caches: an iterative depth-first numbering (a stack of
+// (node, parent number) entries; each node's edges are read once, from a 32-byte record per node
+// holding its first edges, one cache miss a step); then everything is indexed by preorder
+// number: predecessor lists holding preorder numbers, read in one sequential sweep by the
+// semidominator pass (reverse preorder, iterative path-compressing eval over (ancestor, least
+// semidominator) pairs, the next steps' pairs prefetched), each node's immediate dominator as
+// the nearest common ancestor of its DFS parent and its semidominator. No recursion anywhere: a
+// heap's chains (linked lists) are millions deep. Time O(E log V) worst case, near-linear in
+// practice; transient memory at most about 52 bytes per node (the DFS's records, where it uses
+// them) plus 12 per edge (the predecessor lists and the pairs they are filled from), on
+// transparent huge pages, freed before returning.
 //
 // Retained size of a node: its own size plus that of every node it dominates, summed in reverse
 // preorder (a node's dominator precedes it). Unreachable nodes have idom kNoNode and retain 0.
