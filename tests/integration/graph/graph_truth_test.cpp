@@ -20,6 +20,7 @@
 #include "heapman/graph/dominators.h"
 #include "heapman/graph/heap_graph.h"
 #include "heapman/replay/replay.h"
+#include "support/shell.h"
 
 using namespace heapman;
 using namespace heapman::graph;
@@ -30,18 +31,11 @@ struct Truth {
   uint32_t gc = 0;
   std::map<std::string, uint64_t> at;  // name -> address
   std::string dir, log;
-  ~Truth() {
-    if (!dir.empty() && !std::getenv("HEAPMAN_KEEP_TEST_FILES")) std::filesystem::remove_all(dir);
-  }
+  ~Truth() { hmtest::removeTempDir(dir); }
 };
 
 void recordTruth(Truth& t) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-graph-XXXXXX";
-  std::vector<char> dir(pattern.begin(), pattern.end());
-  dir.push_back('\0');
-  REQUIRE(mkdtemp(dir.data()));
-  t.dir = dir.data();
+  t.dir = hmtest::makeTempDir("graph");
   t.log = t.dir + "/truth.hml";
   std::string out = t.dir + "/truth.out";
   std::string cmd = std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + t.log +
@@ -57,15 +51,11 @@ void recordTruth(Truth& t) {
   }
 }
 
-// Runs a shell command; its exit status, and its stdout and stderr in `out`.
+// Runs a shell command; its exit status, and its stdout then its stderr in `out`.
 int sh(const std::string& cmd, std::string& out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  out.clear();
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  hmtest::ShellResult r = hmtest::runShell(cmd);
+  out = r.out + r.err;
+  return r.status;
 }
 
 const Truth& truth() {
@@ -366,10 +356,12 @@ TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph
 TEST_CASE("heapman diff over two dumps: new, survived and freed objects per site", "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/dump_diff.hml", out;
-  // The program's stdout only (sh() adds 2>&1 outside the parentheses).
-  REQUIRE(sh(std::string("('") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log + "' -- '" +
-                 GRAPH_DUMP_DIFF_TRUTH + "' 2>/dev/null)",
-             out) == 0);
+  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
+                                              "' run --ram-dumps every -o '" + log + "' -- '" +
+                                              GRAPH_DUMP_DIFF_TRUTH + "'");
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  out = run.out;  // the program's own lines
   std::map<std::string, unsigned long> said;
   {
     std::istringstream in(out);
@@ -451,10 +443,12 @@ TEST_CASE("roots that only the program's mark and push procedures know are in th
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/mark_proc.hml", out;
-  // The program's stdout only (sh() adds 2>&1 outside the parentheses).
-  REQUIRE(sh(std::string("('") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log + "' -- '" +
-                 GRAPH_MARK_PROC_TRUTH + "' 2>/dev/null)",
-             out) == 0);
+  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
+                                              "' run --ram-dumps every -o '" + log + "' -- '" +
+                                              GRAPH_MARK_PROC_TRUTH + "'");
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  out = run.out;  // the program's own lines
   std::map<std::string, uint64_t> at;
   uint32_t gc = 0;
   {

@@ -20,6 +20,7 @@
 #include "heapman/leaks/leaks.h"
 #include "heapman/replay/frames.h"
 #include "heapman/replay/replay.h"
+#include "support/shell.h"
 
 using namespace heapman;
 
@@ -37,34 +38,20 @@ struct Program {
   std::vector<std::string> nonLeaks;  // regexes: no suspect or growing site may match
 };
 
-std::string tempDir() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-leaks-XXXXXX";
-  std::vector<char> dir(pattern.begin(), pattern.end());
-  dir.push_back('\0');
-  REQUIRE(mkdtemp(dir.data()));
-  return dir.data();
-}
-
 struct Dir {
-  std::string path = tempDir();
-  ~Dir() {
-    if (!std::getenv("HEAPMAN_KEEP_TEST_FILES")) std::filesystem::remove_all(path);
-  }
+  std::string path = hmtest::makeTempDir("leaks");
+  ~Dir() { hmtest::removeTempDir(path); }
 };
 Dir& dir() {
   static Dir d;
   return d;
 }
 
+// Runs a shell command; its exit status, and its stdout then its stderr in `out`.
 int sh(const std::string& cmd, std::string& out) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  out.clear();
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  hmtest::ShellResult r = hmtest::runShell(cmd);
+  out = r.out + r.err;
+  return r.status;
 }
 
 // Records a program once per test run; the log's path.

@@ -21,6 +21,7 @@
 
 #include "heapman/map/heap_map.h"
 #include "heapman/map/layout.h"
+#include "support/shell.h"
 
 using namespace heapman;
 
@@ -34,39 +35,22 @@ struct Obj {
 struct Truth {
   std::string dir, log;
   std::vector<Obj> objects;  // the live ones, then "freed"
-  ~Truth() {
-    if (!dir.empty() && !std::getenv("HEAPMAN_KEEP_TEST_FILES")) std::filesystem::remove_all(dir);
-  }
+  ~Truth() { hmtest::removeTempDir(dir); }
 };
 
 // Runs a shell command; its exit status, stdout in `out` (stderr in `err` when given).
 int sh(const std::string& cmd, std::string& out, std::string* err = nullptr) {
-  static int n = 0;
-  std::string errFile = std::filesystem::temp_directory_path() /
-                        ("heapman-map-err-" + std::to_string(getpid()) + "-" + std::to_string(++n));
-  FILE* p = popen((cmd + " 2>'" + errFile + "'").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  out.clear();
-  while (size_t k = fread(buf, 1, sizeof buf, p)) out.append(buf, k);
-  int st = pclose(p);
-  std::ifstream e(errFile);
-  std::string errText((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
-  std::filesystem::remove(errFile);
-  if (err) *err = errText;
-  INFO(cmd << "\n" << errText);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  hmtest::ShellResult r = hmtest::runShell(cmd);
+  out = r.out;
+  if (err) *err = r.err;
+  INFO(cmd << "\n" << r.err);
+  return r.status;
 }
 
 const Truth& truth() {
   static Truth t;
   if (!t.dir.empty()) return t;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-map-XXXXXX";
-  std::vector<char> dir(pattern.begin(), pattern.end());
-  dir.push_back('\0');
-  REQUIRE(mkdtemp(dir.data()));
-  t.dir = dir.data();
+  t.dir = hmtest::makeTempDir("map");
   t.log = t.dir + "/truth.hml";
   std::string out;
   REQUIRE(sh(std::string("'") + MAP_HEAPREC + "' run -o '" + t.log + "' -- '" + MAP_TRUTH + "'",

@@ -22,26 +22,23 @@
 #include <tuple>
 #include <vector>
 
+#include "support/shell.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 struct Recorded {
   std::string dir, big, small;  // two runs: 3 levels and 2 levels
-  ~Recorded() {
-    if (!dir.empty() && !std::getenv("HEAPMAN_KEEP_TEST_FILES")) fs::remove_all(dir);
-  }
+  ~Recorded() { hmtest::removeTempDir(dir); }
 };
 
-// Runs a shell command; its exit status, and its stdout in `out` (stderr to DIR/last.err).
+// Runs a shell command; its exit status, and its stdout in `out` (its stderr passed on to ours).
 int sh(const std::string& cmd, std::string& out) {
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[65536];
-  out.clear();
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int st = pclose(p);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  hmtest::ShellResult r = hmtest::runShell(cmd);
+  out = r.out;
+  std::fputs(r.err.c_str(), stderr);
+  return r.status;
 }
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
@@ -49,12 +46,7 @@ std::string q(const std::string& s) { return "'" + s + "'"; }
 const Recorded& recorded() {
   static Recorded r;
   if (!r.dir.empty()) return r;
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/heapman-report-XXXXXX";
-  std::vector<char> dir(pattern.begin(), pattern.end());
-  dir.push_back('\0');
-  REQUIRE(mkdtemp(dir.data()));
-  r.dir = dir.data();
+  r.dir = hmtest::makeTempDir("report");
   r.big = r.dir + "/game3.hml";
   r.small = r.dir + "/game2.hml";
   std::string out;
