@@ -5,6 +5,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "heapman/graph/export.h"
 #include "heapman/graph/paths.h"
 #include "heapman/leaks/leaks.h"
 #include "heapman/replay/queries.h"
@@ -15,6 +16,7 @@ namespace heapman::leaks {
 namespace {
 
 using graph::HeapGraph;
+using graph::hexAddress;
 using graph::kNoNode;
 
 // Objects present at the first dumped point, kept while they are present (same address, same
@@ -70,12 +72,6 @@ std::string monoStaticField(const std::string& label, uint64_t offset) {
     from = end + 2;
   }
   return {};
-}
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
 }
 
 std::string sizeText(uint64_t b) {
@@ -364,7 +360,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   }
   for (const Slot& sl : slots) {
     if (sl.node == kNoNode) continue;
-    std::string where = sl.symbol.empty()   ? sl.label + " +" + hex(sl.offset)
+    std::string where = sl.symbol.empty()   ? sl.label + " +" + hexAddress(sl.offset)
                         : sl.module.empty() ? "static " + sl.symbol
                                             : "static " + sl.symbol + " (" + sl.module + ")";
     consider(sl.node, sl.retained, {}, where);
@@ -410,7 +406,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     sp.holderType = name.type(node);
     sp.holderSite = name.function(node);
     sp.holderAddress = g.address(node);
-    sp.holder = h.slot.empty() ? sp.holderType + " at " + hex(sp.holderAddress) : h.slot;
+    sp.holder = h.slot.empty() ? sp.holderType + " at " + hexAddress(sp.holderAddress) : h.slot;
     sp.containerType = name.type(cur);
     sp.containerSite = name.function(cur);
     sp.containerAddress = g.address(cur);
@@ -579,7 +575,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
     if (!paths.paths.empty()) sp.path = paths.paths.front();
     sp.picture = std::move(paths.picture);
-    sp.picture.title = "leak suspect: " + sp.containerType + " at " + hex(sp.containerAddress);
+    sp.picture.title =
+        "leak suspect: " + sp.containerType + " at " + hexAddress(sp.containerAddress);
     std::string text = sp.holder;
     std::string container = (sp.chain ? "a linked list of " : "") + sp.containerType;
     if (!sp.containerSite.empty()) container += " (allocated by " + sp.containerSite + ")";
@@ -588,7 +585,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       if (sp.holderAddress != sp.containerAddress) text += sp.holderType + " -> ";
       text += container;
     } else if (sp.holderAddress == sp.containerAddress) {
-      text = sp.containerType + " at " + hex(sp.containerAddress);
+      text = sp.containerType + " at " + hexAddress(sp.containerAddress);
       if (!sp.containerSite.empty()) text += " (allocated by " + sp.containerSite + ")";
     } else {
       text += " holds " + container;
@@ -620,7 +617,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
                    [](const Miss& x, const Miss& y) { return x.step > y.step; });
   for (size_t i = 0; i < misses.size() && i < std::max<size_t>(req.top, 5); ++i) {
     const Miss& m = misses[i];
-    std::string what = m.slot.empty() ? name.type(m.node) + " at " + hex(g.address(m.node)) +
+    std::string what = m.slot.empty() ? name.type(m.node) + " at " + hexAddress(g.address(m.node)) +
                                             " (" + name.function(m.node) + ")"
                                       : m.slot + " -> " + name.type(m.node);
     out.nearMisses.push_back({"holder " + what, m.why});

@@ -21,9 +21,12 @@
 
 #include "heapman/map/heap_map.h"
 #include "heapman/map/layout.h"
+#include "support/csv.h"
 #include "support/shell.h"
 
 using namespace heapman;
+
+using hmtest::parseCsv;
 
 namespace {
 
@@ -70,33 +73,6 @@ std::string cli(const std::string& args) {
   return std::string("'") + MAP_HEAPMAN + "' " + args;
 }
 
-// RFC 4180 rows (quoted fields, doubled quotes, CRLF).
-std::vector<std::vector<std::string>> csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false, any = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
-    } else if (c == '"') {
-      quoted = any = true;
-    } else if (c == ',') {
-      rows.back().push_back(field), field.clear();
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      rows.back().push_back(field), field.clear();
-      rows.emplace_back();
-    } else {
-      field += c, any = true;
-    }
-  }
-  if (!field.empty()) rows.back().push_back(field);
-  while (!rows.empty() && rows.back().empty()) rows.pop_back();
-  return rows;
-}
 
 std::string readFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -177,7 +153,7 @@ TEST_CASE("known objects sit on the pixels of their addresses in the colour of t
     Png img = decode(png);
     REQUIRE(img.width == 1024);
     REQUIRE(img.height == 1024);
-    auto rows = csv(readFile(legend));
+    auto rows = parseCsv(readFile(legend));
     REQUIRE(rows.size() >= 5);
     std::map<std::string, uint32_t> colorOf;
     for (size_t i = 1; i < rows.size(); ++i)
@@ -274,7 +250,7 @@ TEST_CASE("the legend bytes per function are those of blame and per kind their t
                      "/kind.png' --csv '" + kind + "'"),
              out) == 0);
   REQUIRE(sh(cli("blame '" + t.log + "' --at wave_end#2 --csv '" + blame + "'"), out) == 0);
-  auto f = csv(readFile(fn)), k = csv(readFile(kind)), b = csv(readFile(blame));
+  auto f = parseCsv(readFile(fn)), k = parseCsv(readFile(kind)), b = parseCsv(readFile(blame));
   REQUIRE(b.size() >= 3);  // main and spawnWave at least
   std::multiset<std::pair<std::string, uint64_t>> legendRows, blameRows;
   uint64_t legendTotal = 0, kindTotal = 0, blameTotal = 0;
@@ -301,7 +277,7 @@ TEST_CASE("the legend bytes per function are those of blame and per kind their t
                  "/age.png' --csv '" + age + "'"),
              out) == 0);
   REQUIRE(sh(cli("types '" + t.log + "' --at wave_end#2 --csv '" + types + "'"), out) == 0);
-  auto ty = csv(readFile(typ)), tt = csv(readFile(types)), ag = csv(readFile(age));
+  auto ty = parseCsv(readFile(typ)), tt = parseCsv(readFile(types)), ag = parseCsv(readFile(age));
   std::map<std::string, uint64_t> byType, typesRows;
   for (size_t i = 1; i < ty.size(); ++i)
     byType[ty[i][col(ty[0], "type")]] = std::stoull(ty[i][col(ty[0], "live_bytes")]);
@@ -416,7 +392,7 @@ TEST_CASE("a realtime video lasts the recorded span and its subtitles are the ev
   // The recorded span, from heapman events.
   std::string events;
   REQUIRE(sh(cli("events '" + t.log + "' --csv -"), events) == 0);
-  auto ev = csv(events);
+  auto ev = parseCsv(events);
   std::map<std::string, std::pair<uint64_t, double>> at;  // point -> seq, ms
   for (size_t i = 1; i < ev.size(); ++i)
     at[ev[i][col(ev[0], "point")]] = {std::stoull(ev[i][col(ev[0], "seq")]),
@@ -469,7 +445,7 @@ TEST_CASE("one video frame per GC plus the ends and without ffmpeg an error nami
              out) == 0);
   std::string gcs;
   REQUIRE(sh(cli("gcs '" + t.log + "' --csv -"), gcs) == 0);
-  uint64_t ended = csv(gcs).size() - 1;
+  uint64_t ended = parseCsv(gcs).size() - 1;
   REQUIRE(ended >= 12);  // a collection every 5 frames
   Probe p = probe(mp4);
   CHECK(p.codec == "h264");

@@ -22,7 +22,10 @@
 #include <tuple>
 #include <vector>
 
+#include "support/csv.h"
 #include "support/shell.h"
+
+using hmtest::parseCsv;
 
 namespace {
 
@@ -118,32 +121,6 @@ std::vector<std::string> tags(const std::string& dom, const std::string& start,
   return out;
 }
 
-// RFC 4180 CSV (heapman's): rows of fields.
-std::vector<std::vector<std::string>> csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows(1);
-  std::string field;
-  bool quoted = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-      else if (c == '"') quoted = false;
-      else field += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rows.back().push_back(field), field.clear();
-    } else if (c == '\n') {
-      rows.back().push_back(field), field.clear();
-      rows.emplace_back();
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (!field.empty() || !rows.back().empty()) rows.back().push_back(field);
-  if (rows.back().empty()) rows.pop_back();
-  return rows;
-}
 
 void requireClean(const std::string& dom) {
   std::smatch m;
@@ -164,7 +141,7 @@ void checkBlame(const std::string& log, const std::string& page, const std::stri
       tags(dom, "data-table=\"blame\"", "</table>", "<tr class=\"hm-row[^>]*>");
   std::string out;
   REQUIRE(sh(q(REPORT_HEAPMAN) + " blame " + q(log) + " --at '" + point + "' --csv -", out) == 0);
-  auto want = csv(out);
+  auto want = parseCsv(out);
   REQUIRE(want.size() > 1);
   REQUIRE(want[0][0] == "function");
   REQUIRE(want[0][3] == "live_bytes");
@@ -248,7 +225,7 @@ std::string unjson(const std::string& s) {
 void checkLeaksAndMaps(const std::string& log, const std::string& page) {
   std::string out;
   REQUIRE(sh(q(REPORT_HEAPMAN) + " leaks " + q(log) + " --csv -", out) == 0);
-  auto want = csv(out);
+  auto want = parseCsv(out);
   REQUIRE(want.size() > 1);
   REQUIRE(want[0][1] == "holder");
   REQUIRE(want[0][3] == "container");
@@ -409,7 +386,7 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
     REQUIRE(sh(q(REPORT_HEAPMAN) + " diff " + q(r.big) +
                    " --from level_start#2 --to level_end#2 --csv -",
                out) == 0);
-    auto want = csv(out);
+    auto want = parseCsv(out);
     REQUIRE(want[0][0] == "function");
     REQUIRE(want[0][8] == "delta_bytes");
     std::multiset<std::pair<std::string, std::string>> a, b;
@@ -425,7 +402,7 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
   std::string dom = dumpDom(page);
   requireClean(dom);
   REQUIRE(sh(q(REPORT_HEAPMAN) + " gcs " + q(r.big) + " --csv -", out) == 0);
-  auto gcs = csv(out);
+  auto gcs = parseCsv(out);
   REQUIRE(gcs.size() > 2);
   REQUIRE(gcs[0][0] == "gc");
   REQUIRE(gcs[0][6] == "live_objects");
@@ -451,7 +428,7 @@ TEST_CASE("report: the page's blame table has the CLI's rows, the chart one poin
   std::string at = m[1];
   REQUIRE(sh(q(REPORT_HEAPMAN) + " blame " + q(r.big) + " --at '" + at + "' --csv -", out) == 0);
   uint64_t total = 0;
-  auto blame = csv(out);
+  auto blame = parseCsv(out);
   for (size_t i = 1; i < blame.size(); ++i) total += std::stoull(blame[i][3]);
   std::vector<std::string> root =
       tags(dom, "class=\"flame\"", "</section>", "<div class=\"cell\"[^>]*data-name=\"all\"[^>]*>");
@@ -483,7 +460,7 @@ TEST_CASE("report: --compare draws both runs and their differences") {
   REQUIRE(second != std::string::npos);
   std::vector<std::string> points = tags(dom.substr(second), "data-run=\"1\"", "</svg>",
                                          "<circle [^>]*class=\"gc-point\"[^>]*>");
-  CHECK(points.size() == csv(out).size() - 1);
+  CHECK(points.size() == parseCsv(out).size() - 1);
   // The second run repeats level_end twice: too few for `heapman leaks`, which the report says.
   CHECK(said.find("leak suspects (B) left out: no custom event repeats 3 times") !=
         std::string::npos);
