@@ -319,7 +319,6 @@ RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limi
                           size_t top) {
   const HeapGraph& g = s.at(limit);
   const DominatorTree& t = s.dominatorTree();
-  prepareAll(s, a);
   RetainedResult res;
   res.gc = g.gc();
   res.reachable = t.reachable;
@@ -328,6 +327,7 @@ RetainedResult retainedBy(GraphSession& s, replay::Attribution& a, uint64_t limi
   for (uint32_t v = first; v < n; ++v) res.totalBytes += g.size(v);
 
   if (by == RetainedBy::kObject) {
+    prepareAll(s, a);  // (groupNodes prepares the infos for the other two)
     std::vector<uint32_t> order;
     for (uint32_t v = first; v < n; ++v) order.push_back(v);
     std::stable_sort(order.begin(), order.end(),
