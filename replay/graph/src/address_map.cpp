@@ -5,7 +5,7 @@
 
 namespace heapman::graph {
 
-AddressMap::Page& AddressMap::touch(uint64_t pageAddress) {
+uint32_t AddressMap::touch(uint64_t pageAddress) {
   uint64_t r = pageAddress >> kRegionShift;
   Region* reg = nullptr;
   if (r == lastRegion_) {
@@ -22,14 +22,16 @@ AddressMap::Page& AddressMap::touch(uint64_t pageAddress) {
   }
   uint32_t& s = reg->slots[(pageAddress >> 12) & (kRegionPages - 1)];
   if (!s) {
-    Page p;
-    std::memset(&p, 0, sizeof p);
-    p.first = kNone;
-    p.carry = kNone;
-    pages_.push_back(p);
-    s = static_cast<uint32_t>(pages_.size());
+    starts_.push_back(Starts{});
+    base_.resize(base_.size() + 8, 0);
+    base_[base_.size() - 8] = kNone;
+    Cold c;
+    std::memset(&c, 0, sizeof c);
+    c.carry = kNone;
+    cold_.push_back(c);
+    s = static_cast<uint32_t>(starts_.size());
   }
-  return pages_[s - 1];
+  return s - 1;
 }
 
 }  // namespace heapman::graph

@@ -1,76 +1,22 @@
 // dominators() (dominators.h): iterative semi-NCA over the graph renumbered in DFS preorder.
 #include "heapman/graph/dominators.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <utility>
 
-// Built with -DHEAPMAN_DOM_PHASES, dominators() prints each phase's CPU time to stderr (the
-// figures of docs/PERFORMANCE.md's second heap graph pass).
-#ifdef HEAPMAN_DOM_PHASES
-#include <time.h>
-
-#include <cstdio>
-namespace {
-double cpuNow() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-}  // namespace
-#define HEAPMAN_PHASE(name)                                          \
-  do {                                                               \
-    double t_ = cpuNow();                                            \
-    std::fprintf(stderr, "  %-10s %.3f s\n", name, t_ - phaseStart); \
-    phaseStart = t_;                                                 \
-  } while (0)
-#else
-#define HEAPMAN_PHASE(name) \
-  do {                      \
-  } while (0)
-#endif
+#include "huge_pages.h"
+#include "phase_timer.h"
 
 namespace heapman::graph {
-namespace {
-
-// Reserves n elements and asks for transparent huge pages on the 2 MiB-aligned part of them,
-// before anything touches it. The arrays here are written once and read at random: with 4 KiB
-// pages each first touch is a page fault and each random read a TLB miss (3 M nodes: about 10%
-// faster with them). A hint: without THP (or with "never") the pages are ordinary ones.
-void adviseHuge(const void* data, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  uintptr_t at = reinterpret_cast<uintptr_t>(data);
-  uintptr_t begin = (at + kHuge - 1) & ~(kHuge - 1), end = (at + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
-template <class T>
-void reserveHuge(std::vector<T>& v, size_t n) {
-  v.reserve(n);
-  adviseHuge(v.data(), n * sizeof(T));
-}
-
-template <class T>
-std::vector<T> hugeVector(size_t n, T fill) {
-  std::vector<T> v;
-  reserveHuge(v, n);
-  v.assign(n, fill);
-  return v;
-}
-
-}  // namespace
 
 DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint32_t> targets,
                          uint32_t root, const std::vector<uint64_t>& sizes) {
   constexpr uint32_t kNone = UINT32_MAX;
   const uint32_t n = static_cast<uint32_t>(offsets.size() - 1);
   DominatorTree t;
-#ifdef HEAPMAN_DOM_PHASES
-  double phaseStart = cpuNow();
-#endif
+  HEAPMAN_PHASE_START;
   if (root >= n) {
     t.idom.assign(n, kNone);
     t.retained.assign(n, 0);

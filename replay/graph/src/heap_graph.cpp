@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <new>
+
+#include "phase_timer.h"
 
 namespace heapman::graph {
 
@@ -21,10 +24,13 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<ui
     throw GraphError("HeapGraph: per-object tables do not match the dump");
   if (n + roots_.size() + 1 >= kNoNode) throw GraphError("more than 2^32 - 2 nodes");
   auto t0 = std::chrono::steady_clock::now();
+  HEAPMAN_PHASE_START;
   map_.build(
       static_cast<uint32_t>(n), [&](uint32_t i) { return dump_.objects[i].address; },
       [&](uint32_t i) { return dump_.objects[i].length; });
+  HEAPMAN_PHASE("map");
   scan();
+  HEAPMAN_PHASE("scan");
   stats_.scanSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.objects = n;
@@ -34,7 +40,7 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<ui
     stats_.rootObjects += (f & kRootObject) != 0;
   }
   stats_.graphBytes = info_.capacity() * 4 + flags_.capacity() + offsets_.capacity() * 4 +
-                      targets_.capacity() * 4 + map_.memoryBytes();
+                      edgeTotal_ * 4 + map_.memoryBytes();
 }
 
 void HeapGraph::countUnreachable() const {
@@ -49,18 +55,28 @@ namespace {
 
 // Growable output of the scan: a buffer sized to an upper bound of the edges (one per word
 // scanned), so the hot loop writes without a capacity check; pages never written are never
-// touched.
+// touched. malloc'd, so that realloc gives it to the graph shrunk to its size: a big block is
+// mmap'd by glibc and shrinks (or grows) by mremap, without a copy.
 struct EdgeBuffer {
-  std::unique_ptr<uint32_t[]> data;
+  uint32_t* data;
   uint64_t size = 0, capacity = 0;
-  explicit EdgeBuffer(uint64_t n) : data(new uint32_t[n]), capacity(n) {}
+  explicit EdgeBuffer(uint64_t n) : data(allocate(nullptr, n)), capacity(n) {}
+  ~EdgeBuffer() { std::free(data); }
   void reserveMore(uint64_t more) {
     if (size + more <= capacity) return;
-    uint64_t c = std::max(capacity * 2, size + more);
-    std::unique_ptr<uint32_t[]> d(new uint32_t[c]);
-    std::memcpy(d.get(), data.get(), size * 4);
-    data = std::move(d);
-    capacity = c;
+    capacity = std::max(capacity * 2, size + more);
+    data = allocate(data, capacity);
+  }
+  // The buffer, exactly `size` long, for the graph to own.
+  uint32_t* release() {
+    uint32_t* d = allocate(data, std::max<uint64_t>(size, 1));
+    data = nullptr;
+    return d;
+  }
+  static uint32_t* allocate(uint32_t* p, uint64_t n) {
+    void* q = std::realloc(p, std::max<uint64_t>(n, 1) * 4);
+    if (!q) throw std::bad_alloc();
+    return static_cast<uint32_t*>(q);
   }
 };
 
@@ -75,12 +91,12 @@ void HeapGraph::scan() {
   offsets_.assign(n + roots_.size() + 2, 0);
   // Every word read gives at most one edge; managed layouts are checked as they are scanned.
   EdgeBuffer out(dump_.byteCount / 8 + roots_.size() + n + 1);
-  uint32_t* o = out.data.get();
+  uint32_t* o = out.data;
   // Super-root.
   for (uint32_t r = 1; r <= rootCount(); ++r) *o++ = r;
   for (uint32_t i = 0; i < n; ++i)
     if (flags_[i] & kRootObject) *o++ = first + i;
-  offsets_[1] = static_cast<uint32_t>(o - out.data.get());
+  offsets_[1] = static_cast<uint32_t>(o - out.data);
 
   uint64_t misses = 0, scanned = 0, skipped = 0, bytes = 0;
   // The aligned words of [p, p + len) (the collector scans aligned words only) into o.
@@ -109,7 +125,7 @@ void HeapGraph::scan() {
     else
       words.template operator()<false>(dump_.data(s), s.length, s.address);
   };
-  auto edgeCount = [&] { return static_cast<uint64_t>(o - out.data.get()); };
+  auto edgeCount = [&] { return static_cast<uint64_t>(o - out.data); };
   auto close = [&](uint32_t node) {
     uint64_t e = edgeCount();
     if (e > UINT32_MAX) throw GraphError("more than 2^32 edges");
@@ -132,8 +148,9 @@ void HeapGraph::scan() {
       refs *= l.elementSize && s.length > l.dataOffset ? (s.length - l.dataOffset) / l.elementSize
                                                          : 0;
     uint64_t at = edgeCount();
+    out.size = at;
     out.reserveMore(refs);
-    o = out.data.get() + at;
+    o = out.data + at;
     auto word = [&](uint64_t off) {
       if (off + 8 > s.length) return;
       uint64_t v;
@@ -174,7 +191,8 @@ void HeapGraph::scan() {
   stats_.scannedBytes = bytes;
   stats_.preciseObjects = precise;
   stats_.preciseEdges = preciseEdges;
-  targets_.assign(out.data.get(), out.data.get() + edgeCount());
+  out.size = edgeTotal_ = edgeCount();
+  targets_.reset(out.release());
 }
 
 std::vector<bool> HeapGraph::reachable() const {
@@ -196,7 +214,7 @@ std::vector<uint8_t> HeapGraph::reachableBytes() const {
         __builtin_prefetch(&offsets_[t]);  // read when t is taken: a cache miss on a big heap
       }
     // The next node taken is the last pushed: start loading its edges.
-    if (!todo.empty()) __builtin_prefetch(&targets_[offsets_[todo.back()]]);
+    if (!todo.empty()) __builtin_prefetch(targets_.get() + offsets_[todo.back()]);
   }
   return seen;
 }

@@ -1,18 +1,25 @@
 // AddressMap: which object contains an address, in O(1), through a table of 4 KiB pages.
 //
 // Objects are given as ascending, non-overlapping (address, length) ranges, numbered 0..n-1 in
-// that order. Every page an object touches has an entry: a bitmap of the 8-byte granules where
-// objects start (512 bits), the running count of set bits before each 64-bit word, the number
-// of the first object starting in the page, the object that covers the page's first byte while
-// starting before it ("carry"), and a bitmap of the granules wholly inside an object. A lookup finds the page through a two-level table (1 GiB
+// that order. Every page an object touches has an entry in three arrays, by how often a lookup
+// reads them: the bitmap of the 8-byte granules where objects start (512 bits: one cache line),
+// the number of the last object starting before each 64-granule word (8 x 4 bytes), and, read
+// only for a pointer past an object's start or into a page's first granules, the bitmap of the
+// granules wholly inside an object and the object that covers the page's first byte while
+// starting before it ("carry"). A lookup finds the page through a two-level table (1 GiB
 // regions, then 2^18 page slots of 4 bytes), the last object start at or below the address in
 // the bitmap (one word, a leading-zero count, and a popcount), or else the carry, then checks
-// the object's end: from the granule's bit, or (a pointer into an object's last, partial
-// granule, or into no object) from its length. No binary search.
+// the object's end: a pointer to an object's start needs nothing more, a granule wholly inside
+// an object is inside it, and only a pointer into an object's last, partial granule, or into no
+// object, reads the object's length. No binary search.
 //
-// Memory: 4 bytes per object (its length), 160 per touched page, 1 MiB per touched 1 GiB region.
-// The object's start comes from its bit and, in most lookups, its end from the granule bitmap:
-// a pointer to an object reads no per-object table (the length only for a partial granule).
+// Why three arrays: on a heap of millions of objects a lookup of a random pointer misses the
+// cache, and on this kind of machine the miss costs more the bigger the table it lands in (a
+// dependent load: ~36 ns within 4 MiB, ~130 ns past 16 MiB; docs/PERFORMANCE.md). The start
+// bitmaps are the only large table most lookups read: 64 bytes a page, where one 160-byte entry
+// per page (and 32-byte units of all fields, tried) scanned slower.
+//
+// Memory: 4 bytes per object (its length), 176 per touched page, 1 MiB per touched 1 GiB region.
 // Precondition: object addresses are multiples of 8 (collector objects are granule-aligned).
 #pragma once
 
@@ -44,59 +51,63 @@ class AddressMap {
   // scan's "hit in no object" without a second lookup. Precondition: fewer than 2^32 - 2 objects.
   __attribute__((always_inline)) uint32_t lookup(uint64_t p, bool interior) const {
     if (p - low_ >= span_) return kNone;
-    const Page* pg = page(p);
-    if (!pg) return kNone;
+    uint32_t k = pageIndex(p);
+    if (k == kNone) return kNone;
+    const uint64_t* starts = starts_[k].bits;
     uint32_t g = static_cast<uint32_t>((p & 4095) >> 3);
     uint32_t w = g >> 6;
-    uint64_t bits = pg->bits[w] & (~uint64_t{0} >> (63 - (g & 63)));
+    uint64_t bits = starts[w] & (~uint64_t{0} >> (63 - (g & 63)));
     uint32_t obj;
     uint64_t a;  // the object's start, from its bit: no load of a per-object table
     if (bits) {
-      obj = pg->first + pg->before[w] + static_cast<uint32_t>(__builtin_popcountll(bits)) - 1;
+      obj = base_[8 * k + w] + static_cast<uint32_t>(__builtin_popcountll(bits)) - 1;
       a = (p & ~uint64_t{4095}) + 8 * (64 * w + 63 - static_cast<uint32_t>(__builtin_clzll(bits)));
+      if (p == a) return obj;
     } else {
-      while (w > 0 && !pg->bits[w - 1]) --w;
+      while (w > 0 && !starts[w - 1]) --w;
       if (w == 0) {
-        obj = pg->carry;
+        obj = cold_[k].carry;
         if (obj == kNone) return kMiss;
-        a = pg->carryStart;
+        a = cold_[k].carryStart;
       } else {
-        obj = pg->first + pg->before[w] - 1;  // the last start in an earlier word
+        obj = base_[8 * k + w] - 1;  // the last start in an earlier word
         a = (p & ~uint64_t{4095}) +
-            8 * (64 * (w - 1) + 63 - static_cast<uint32_t>(__builtin_clzll(pg->bits[w - 1])));
+            8 * (64 * (w - 1) + 63 - static_cast<uint32_t>(__builtin_clzll(starts[w - 1])));
       }
     }
     if (!interior) return p == a ? obj : kMiss;
     // A granule wholly inside an object is inside this one (objects do not overlap): no read of
     // its length, which would be a cache miss per pointer on a big heap.
-    if ((pg->cover[g >> 6] >> (g & 63)) & 1) return obj;
+    if ((cold_[k].cover[g >> 6] >> (g & 63)) & 1) return obj;
     return p - a < lengths_[obj] ? obj : kMiss;
   }
   // Whether p falls in a page that holds part of an object (for "hits in no object").
-  bool inObjectPage(uint64_t p) const { return p - low_ < span_ && page(p); }
+  bool inObjectPage(uint64_t p) const { return p - low_ < span_ && pageIndex(p) != kNone; }
 
   size_t memoryBytes() const {
-    return pages_.capacity() * sizeof(Page) + regions_.size() * kRegionPages * 4 +
+    return starts_.capacity() * sizeof(Starts) + base_.capacity() * 4 +
+           cold_.capacity() * sizeof(Cold) + regions_.size() * kRegionPages * 4 +
            lengths_.capacity() * 4;
   }
 
  private:
   static constexpr unsigned kRegionShift = 30;
   static constexpr uint32_t kRegionPages = 1u << (kRegionShift - 12);
-  struct Page {
-    uint64_t bits[8];
-    uint16_t before[8];  // set bits in bits[0..i)
-    uint32_t first;       // number of the first object starting in this page
+  struct alignas(64) Starts {
+    uint64_t bits[8];  // granules where an object starts
+  };
+  struct Cold {
+    uint64_t cover[8];    // granules wholly inside an object
     uint32_t carry;       // object covering the page start, started earlier, or kNone
     uint64_t carryStart;  // its address
-    uint64_t cover[8];    // granules wholly inside an object
   };
   struct Region {
     uint64_t base;  // address >> kRegionShift
     std::unique_ptr<uint32_t[]> slots;  // page index + 1, 0: no page
   };
 
-  __attribute__((always_inline)) const Page* page(uint64_t p) const {
+  // The page's index in the arrays, or kNone.
+  __attribute__((always_inline)) uint32_t pageIndex(uint64_t p) const {
     uint64_t r = p >> kRegionShift;
     const Region* reg = nullptr;
     if (r == lastRegion_) {
@@ -109,15 +120,16 @@ class AddressMap {
           lastRegionIndex_ = i;
           break;
         }
-      if (!reg) return nullptr;
+      if (!reg) return kNone;
     }
-    uint32_t s = reg->slots[(p >> 12) & (kRegionPages - 1)];
-    return s ? &pages_[s - 1] : nullptr;
+    return reg->slots[(p >> 12) & (kRegionPages - 1)] - 1;  // slot 0: no page
   }
-  Page& touch(uint64_t pageAddress);
+  uint32_t touch(uint64_t pageAddress);  // the page's index, its entry made if new
 
   uint64_t low_ = 0, span_ = 0;
-  std::vector<Page> pages_;
+  std::vector<Starts> starts_;
+  std::vector<uint32_t> base_;  // per page, per 64-granule word: objects starting before it + first
+  std::vector<Cold> cold_;
   std::vector<Region> regions_;
   mutable uint64_t lastRegion_ = UINT64_MAX;
   mutable size_t lastRegionIndex_ = 0;
@@ -126,7 +138,9 @@ class AddressMap {
 
 template <class Address, class Length>
 void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
-  pages_.clear();
+  starts_.clear();
+  base_.clear();
+  cold_.clear();
   regions_.clear();
   lastRegion_ = UINT64_MAX;
   lengths_.resize(n);
@@ -136,6 +150,8 @@ void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
   }
   low_ = address(0);
   span_ = address(n - 1) + length(n - 1) - low_;
+  uint64_t lastPage = UINT64_MAX;
+  uint32_t k = 0;
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t a = address(i), len = length(i);
     lengths_[i] = static_cast<uint32_t>(std::min<uint64_t>(len, UINT32_MAX));
@@ -143,29 +159,29 @@ void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
     // Granules [g0, g1) (of the address space) lie wholly inside the object.
     uint64_t g0 = (a + 7) >> 3, g1 = (a + len) >> 3;
     for (uint64_t pa = a & ~uint64_t{4095}; pa < end; pa += 4096) {
-      Page& p = touch(pa);
+      if (pa != lastPage) k = touch(pa), lastPage = pa;  // ascending: mostly the page before
       if (pa <= a) {
         uint32_t g = static_cast<uint32_t>((a & 4095) >> 3);
-        if (p.first == kNone) p.first = i;
-        p.bits[g >> 6] |= uint64_t{1} << (g & 63);
+        if (base_[8 * k] == kNone) base_[8 * k] = i;  // the page's first start, for now
+        starts_[k].bits[g >> 6] |= uint64_t{1} << (g & 63);
       } else {
-        p.carry = i;
-        p.carryStart = a;
+        cold_[k].carry = i;
+        cold_[k].carryStart = a;
       }
       uint64_t lo = std::max(g0, pa >> 3), hi = std::min(g1, (pa + 4096) >> 3);
       for (uint64_t g = lo; g < hi;) {
         uint32_t r = static_cast<uint32_t>(g - (pa >> 3)), bit = r & 63;
         uint64_t take = std::min<uint64_t>(64 - bit, hi - g);
-        p.cover[r >> 6] |= (take == 64 ? ~uint64_t{0} : ((uint64_t{1} << take) - 1)) << bit;
+        cold_[k].cover[r >> 6] |= (take == 64 ? ~uint64_t{0} : ((uint64_t{1} << take) - 1)) << bit;
         g += take;
       }
     }
   }
-  for (Page& p : pages_) {
-    uint16_t c = 0;
+  for (size_t p = 0; p < starts_.size(); ++p) {
+    uint32_t c = base_[8 * p] == kNone ? 0 : base_[8 * p];
     for (int w = 0; w < 8; ++w) {
-      p.before[w] = c;
-      c = static_cast<uint16_t>(c + __builtin_popcountll(p.bits[w]));
+      base_[8 * p + w] = c;
+      c += static_cast<uint32_t>(__builtin_popcountll(starts_[p].bits[w]));
     }
   }
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <span>
 #include <string>
@@ -118,10 +119,10 @@ class HeapGraph {
   uint8_t objectFlags(uint32_t n) const { return flags_[n - firstObject()]; }
 
   std::span<const uint32_t> out(uint32_t n) const {
-    return {targets_.data() + offsets_[n], targets_.data() + offsets_[n + 1]};
+    return {targets_.get() + offsets_[n], targets_.get() + offsets_[n + 1]};
   }
   std::span<const uint32_t> offsets() const { return offsets_; }
-  std::span<const uint32_t> targets() const { return targets_; }
+  std::span<const uint32_t> targets() const { return {targets_.get(), edgeTotal_}; }
 
   // The object containing an address (interior or not, as the collector), or kNoNode.
   uint32_t objectAt(uint64_t address, bool interior) const {
@@ -166,7 +167,13 @@ class HeapGraph {
   std::vector<RootNode> roots_;
   Options options_;
   AddressMap map_;
-  std::vector<uint32_t> offsets_, targets_;
+  std::vector<uint32_t> offsets_;
+  // The edges' targets: the scan's own buffer, shrunk to its size in place (realloc), no copy.
+  struct Free {
+    void operator()(uint32_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint32_t[], Free> targets_;
+  size_t edgeTotal_ = 0;
   mutable GraphStats stats_;
   mutable bool reachCounted_ = false;
 };
