@@ -6,7 +6,6 @@
 #include <memory>
 #include <utility>
 
-#include "huge_pages.h"
 #include "phase_timer.h"
 
 namespace heapman::graph {
@@ -46,11 +45,11 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   std::vector<uint64_t> visited((n + 63) / 64, 0);
   auto seen = [&](uint32_t v) { return (visited[v >> 6] >> (v & 63)) & 1; };
   std::vector<uint32_t> vertex, parent;  // by number: the node, its DFS parent's number
-  std::vector<uint32_t> num = hugeVector(n, kNone);  // by node: its number
+  std::vector<uint32_t> num(n, kNone);  // by node: its number
   std::vector<uint64_t> ret;  // by number: the node's size, then what it retains
-  reserveHuge(vertex, n);
-  reserveHuge(parent, n);
-  reserveHuge(ret, n);
+  vertex.reserve(n);
+  parent.reserve(n);
+  ret.reserve(n);
   // The DFS, reading each node's edges through readEdges(v, visit) and prefetching a pushed
   // node's through prefetch(w).
   auto dfs = [&](auto&& readEdges, auto&& prefetch) {
@@ -89,7 +88,6 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
         [&](uint32_t w) { __builtin_prefetch(&offsets[w]); });
   } else {
     std::unique_ptr<Record[]> records(new Record[n]);  // uninitialized: every one is written
-    adviseHuge(records.get(), sizeof(Record) * n);
     for (uint32_t v = 0; v < n; ++v) {
       Record& r = records[v];
       r.start = offsets[v];
@@ -116,17 +114,18 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   // semidominator pass below (w from m - 1 down to 1) reads them in one descending sweep. Counted
   // by node id in node order (where the heap's pointers are local the counters touched lie near
   // each other), the counts gathered into preorder, then filled in two passes (below).
-  std::vector<uint32_t> predOff = hugeVector<uint32_t>(m + 1, 0);
+  std::vector<uint32_t> predOff(m + 1, 0);
   {
-    std::vector<uint32_t> indegree = hugeVector<uint32_t>(n, 0);
+    std::vector<uint32_t> indegree(n, 0);
     for (uint32_t v = 0; v < n; ++v) {
       if (num[v] == kNone) continue;
       for (uint32_t e = offsets[v]; e < offsets[v + 1]; ++e) ++indegree[targets[e]];
     }
+    HEAPMAN_PHASE("indegree");
     for (uint32_t i = 0; i < m; ++i) predOff[i + 1] = predOff[i] + indegree[vertex[i]];
+    HEAPMAN_PHASE("predOff");
   }
   std::unique_ptr<uint32_t[]> preds(new uint32_t[predOff[m]]);  // uninitialized: all filled below
-  adviseHuge(preds.get(), sizeof(uint32_t) * predOff[m]);
   {
     // Filled in two passes, so that no pass writes at random over the whole lists: the first,
     // in node order, writes each edge as a (number, predecessor's number) pair into the bucket
@@ -141,7 +140,6 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
     std::vector<uint32_t> cursor(buckets);
     for (uint32_t b = 0; b < buckets; ++b) cursor[b] = predOff[std::min(m, b << kBucketBits)];
     std::unique_ptr<Pair[]> pairs(new Pair[predOff[m]]);  // uninitialized: every slot is written
-    adviseHuge(pairs.get(), sizeof(Pair) * predOff[m]);
     for (uint32_t v = 0; v < n; ++v) {
       uint32_t i = num[v];
       if (i == kNone) continue;
@@ -150,8 +148,9 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
         pairs[cursor[j >> kBucketBits]++] = {j, i};
       }
     }
+    HEAPMAN_PHASE("pairs");
     std::vector<uint32_t> fill;  // fill[j] ends at predOff[j]
-    reserveHuge(fill, m);
+    fill.reserve(m);
     fill.assign(predOff.begin() + 1, predOff.end());
     for (uint32_t k = 0, end = predOff[m]; k < end; ++k) preds[--fill[pairs[k].to]] = pairs[k].from;
   }
@@ -165,9 +164,9 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
     uint32_t anc, best;
   };
   std::vector<Link> link;
-  reserveHuge(link, m);
+  link.reserve(m);
   for (uint32_t i = 0; i < m; ++i) link.push_back({parent[i], i});
-  std::vector<uint32_t> semi = hugeVector<uint32_t>(m, 0);
+  std::vector<uint32_t> semi(m, 0);
   std::vector<uint32_t> path;
   // The least semidominator on v's path of linked ancestors (numbers > w are linked).
   auto eval = [&](uint32_t v, uint32_t lastLinked) -> uint32_t {
@@ -224,8 +223,8 @@ DominatorTree dominators(std::span<const uint32_t> offsets, std::span<const uint
   // to node ids in node order: the results are written in sequence, once, and the reads by
   // number do not depend on each other.
   for (uint32_t w = m - 1; w >= 1; --w) ret[idom[w]] += ret[w];
-  reserveHuge(t.idom, n);
-  reserveHuge(t.retained, n);
+  t.idom.reserve(n);
+  t.retained.reserve(n);
   for (uint32_t v = 0; v < n; ++v) {
     uint32_t i = num[v];
     t.idom.push_back(i == kNone ? kNone : vertex[idom[i]]);

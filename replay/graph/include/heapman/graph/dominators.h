@@ -11,8 +11,10 @@
 // the nearest common ancestor of its DFS parent and its semidominator. No recursion anywhere: a
 // heap's chains (linked lists) are millions deep. Time O(E log V) worst case, near-linear in
 // practice; transient memory at most about 52 bytes per node (the DFS's records, where it uses
-// them) plus 12 per edge (the predecessor lists and the pairs they are filled from), on
-// transparent huge pages, freed before returning.
+// them) plus 12 per edge (the predecessor lists and the pairs they are filled from), freed
+// before returning. (Not on transparent huge pages: on this project's 10 M-object benchmark a
+// fresh huge page cost so much more to fault in than 4 KiB ones that the whole ran 1.6x slower;
+// docs/PERFORMANCE.md.)
 //
 // Retained size of a node: its own size plus that of every node it dominates, summed in reverse
 // preorder (a node's dominator precedes it). Unreachable nodes have idom kNoNode and retain 0.
