@@ -99,6 +99,12 @@ void HeapGraph::scan() {
   offsets_[1] = static_cast<uint32_t>(o - out.data);
 
   uint64_t misses = 0, scanned = 0, skipped = 0, bytes = 0;
+  // Objects are scanned in address order, their bytes lie in the dump in the order the recorder
+  // wrote them (page runs, in no particular order): the bytes of the object kBytesAhead ahead
+  // are prefetched, and kLookupsAhead ahead (its bytes arrived) the start bitmaps its first words
+  // point into, since a pointer to anywhere in a big heap is a cache miss the lookup would
+  // otherwise wait for.
+  constexpr uint32_t kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 8;
   // The aligned words of [p, p + len) (the collector scans aligned words only) into o.
   auto words = [&]<bool kInterior>(const uint8_t* p, uint64_t len, uint64_t address) {
     uint64_t skip = (8 - (address & 7)) & 7;
@@ -169,6 +175,16 @@ void HeapGraph::scan() {
   };
   const bool layouts = !options_.objectLayout.empty();
   for (uint32_t i = 0; i < n; ++i) {
+    if (i + kBytesAhead < n) __builtin_prefetch(dump_.data(dump_.objects[i + kBytesAhead]));
+    if (i + kLookupsAhead < n && (flags_[i + kLookupsAhead] & kScan)) {
+      const DumpSegment& a = dump_.objects[i + kLookupsAhead];
+      const uint8_t* b = dump_.data(a);
+      for (uint64_t k = 0; k < kWordsAhead && 8 * k + 8 <= a.length; ++k) {
+        uint64_t v;
+        std::memcpy(&v, b + 8 * k, 8);
+        map_.prefetch(v);
+      }
+    }
     if (!(flags_[i] & kScan)) {
       ++skipped;
     } else {
