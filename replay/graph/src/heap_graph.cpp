@@ -104,7 +104,9 @@ void HeapGraph::scan() {
   // are prefetched, and kLookupsAhead ahead (its bytes arrived) the start bitmaps its first words
   // point into, since a pointer to anywhere in a big heap is a cache miss the lookup would
   // otherwise wait for.
-  constexpr uint32_t kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 8;
+  constexpr uint32_t kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 4;
+  const bool oneRegion = map_.oneRegion();
+  const uint8_t* dumpEnd = dump_.bytes.data() + dump_.bytes.size();
   // The aligned words of [p, p + len) (the collector scans aligned words only) into o.
   auto words = [&]<bool kInterior>(const uint8_t* p, uint64_t len, uint64_t address) {
     uint64_t skip = (8 - (address & 7)) & 7;
@@ -176,13 +178,22 @@ void HeapGraph::scan() {
   const bool layouts = !options_.objectLayout.empty();
   for (uint32_t i = 0; i < n; ++i) {
     if (i + kBytesAhead < n) __builtin_prefetch(dump_.data(dump_.objects[i + kBytesAhead]));
-    if (i + kLookupsAhead < n && (flags_[i + kLookupsAhead] & kScan)) {
+    if (i + kLookupsAhead < n) {
       const DumpSegment& a = dump_.objects[i + kLookupsAhead];
       const uint8_t* b = dump_.data(a);
-      for (uint64_t k = 0; k < kWordsAhead && 8 * k + 8 <= a.length; ++k) {
-        uint64_t v;
-        std::memcpy(&v, b + 8 * k, 8);
-        map_.prefetch(v);
+      if (oneRegion && b + 8 * kWordsAhead <= dumpEnd) {
+        // The same words whatever the object's length or kind: no branch to mispredict.
+        for (uint64_t k = 0; k < kWordsAhead; ++k) {
+          uint64_t v;
+          std::memcpy(&v, b + 8 * k, 8);
+          map_.prefetchInOneRegion(v);
+        }
+      } else if (flags_[i + kLookupsAhead] & kScan) {
+        for (uint64_t k = 0; k < kWordsAhead && 8 * k + 8 <= a.length; ++k) {
+          uint64_t v;
+          std::memcpy(&v, b + 8 * k, 8);
+          map_.prefetch(v);
+        }
       }
     }
     if (!(flags_[i] & kScan)) {
