@@ -29,6 +29,10 @@
 // world is stopped (thread and static-root callbacks) only static arrays are written: no lock, no
 // allocation. Everything else happens at RECLAIM_END: the mark-bit snapshot, the root set, the
 // RAM dump (memcpy into one mmap'd block; the writer thread hashes and compresses it later).
+//
+// The finalization queue (finalize_queue.h): the recorder's await-finalize proc notes each object
+// GC_finalize queues; GC_invoke_finalizers is interposed to know when they left. The program's
+// own await-finalize proc is kept and chained like the callbacks above.
 #define GC_THREADS
 #define GC_NO_THREAD_REDIRECTS
 // decltype(GC_malloc) drops gc.h's malloc/alloc_size attributes, which is what we want for the
@@ -56,6 +60,7 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
+#include "finalize_queue.h"
 #include "gc_tracking.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
@@ -270,6 +275,10 @@ void recordRootRange(uint64_t low, uint64_t high, bool added) {
 GC_on_collection_event_proc g_programCollectionEvent = nullptr;
 GC_on_thread_event_proc g_programThreadEvent = nullptr;
 GC_has_static_roots_func g_programStaticRoots = nullptr;
+// The program's await-finalize proc, called after the recorder's (which is installed at start-up
+// when libgc has one: g_awaitInstalled).
+std::atomic<GC_await_finalize_proc> g_programAwait{nullptr};
+bool g_awaitInstalled = false;
 
 // Filled while the world is stopped: no lock, no allocation.
 constexpr int kMaxStatic = 1024;
@@ -338,6 +347,7 @@ void emitGcBegin() {
   g_suspendedCount.store(0, std::memory_order_relaxed);
   g_markedCount.store(0, std::memory_order_relaxed);
   g_pushedCount.store(0, std::memory_order_relaxed);
+  if (g_awaitInstalled) gc::startFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
   HeapUsage use = heapUsage();
@@ -351,7 +361,7 @@ void emitGcBegin() {
 // The roots of the collection that is finishing: static data segments the collector reported,
 // ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
 // each with its recorder thread index where known. Allocation lock held (static storage).
-constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxPushed + 2;
+constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxPushed + 3;
 RootSetEntry g_roots[kMaxRoots];
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
@@ -391,13 +401,19 @@ size_t collectRoots(uint64_t mySp) {
 
 void onReclaimEnd() {
   Guard guard;
+  if (g_awaitInstalled) gc::finishFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
   bool dump = gc::dumpThisGc(g_gcNumber);
   gc::emitMarks(r, g_gcNumber, dump);
   size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
+  RootSetEntry queue = gc::finalizeQueueRoot(dump);
+  if (queue.size) g_roots[roots++] = queue;
   gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (dump) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+  if (dump) {
+    gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+    gc::clearFinalizeQueueTable();
+  }
 }
 
 void emitGcEnd() {
@@ -433,6 +449,12 @@ void GC_CALLBACK onCollectionEvent(GC_EventType event) {
     t_inCallback = was;
   }
   if (g_programCollectionEvent) g_programCollectionEvent(event);
+}
+
+// GC_finalize queued `obj` for its finalizer (allocation lock held, world running).
+void GC_CALLBACK onAwaitFinalize(void* obj) {
+  if (g.active.load(std::memory_order_relaxed)) gc::finalizeQueued(obj, g_gcNumber);
+  if (GC_await_finalize_proc program = g_programAwait.load(std::memory_order_acquire)) program(obj);
 }
 
 void GC_CALLBACK onThreadEvent(GC_EventType event, void* thread) {
@@ -595,6 +617,22 @@ void initBdwgc() {
   real_GC_set_on_collection_event.get()(onCollectionEvent);
   real_GC_set_on_thread_event.get()(onThreadEvent);
   real_GC_register_has_static_roots_callback.get()(onStaticRoots);
+  // The finalization queue (libgc >= 7.4 has the await-finalize proc; without it, no such root).
+  auto* setAwait = reinterpret_cast<decltype(&::GC_set_await_finalize_proc)>(
+      dlsym(RTLD_NEXT, "GC_set_await_finalize_proc"));
+  auto* getAwait = reinterpret_cast<decltype(&::GC_get_await_finalize_proc)>(
+      dlsym(RTLD_NEXT, "GC_get_await_finalize_proc"));
+  auto* pending = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "GC_should_invoke_finalizers"));
+  if (setAwait && getAwait && pending) {
+    gc::FinalizeQueueCollector fc;
+    fc.isMarked = collector.isMarked;
+    fc.base = real_GC_base.get();
+    fc.pending = pending;
+    gc::initFinalizeQueue(fc);
+    g_programAwait.store(getAwait(), std::memory_order_relaxed);
+    setAwait(onAwaitFinalize);
+    g_awaitInstalled = true;
+  }
 }
 
 }  // namespace heapman::rec
@@ -890,6 +928,36 @@ HEAPMAN_EXPORT GC_on_thread_event_proc GC_get_on_thread_event(void) {
   }
   return g_programThreadEvent;
 }
+HEAPMAN_EXPORT void GC_set_await_finalize_proc(GC_await_finalize_proc fn) {
+  if (!g_awaitInstalled) {
+    static Real<decltype(::GC_set_await_finalize_proc)> real{"GC_set_await_finalize_proc"};
+    return real.get()(fn);
+  }
+  g_programAwait.store(fn, std::memory_order_release);
+}
+HEAPMAN_EXPORT GC_await_finalize_proc GC_get_await_finalize_proc(void) {
+  if (!g_awaitInstalled) {
+    static Real<decltype(::GC_get_await_finalize_proc)> real{"GC_get_await_finalize_proc"};
+    return real.get()();
+  }
+  return g_programAwait.load(std::memory_order_acquire);
+}
+// Runs finalizers until the collector's queue is empty: when it returns, every object queued by a
+// collection that had finished before the call began has left the queue.
+HEAPMAN_EXPORT int GC_invoke_finalizers(void) {
+  HEAPMAN_GC_REAL(GC_invoke_finalizers);
+  uint32_t settled = gc::finalizeQueueSettledGc();
+  // libgc runs them from inside an allocation too (GC_generic_malloc -> ...
+  // GC_notify_or_invoke_finalizers, when finalization is not on demand): their allocations are
+  // the program's own, recorded as outermost calls.
+  int depth = t_gcDepth;
+  t_gcDepth = 0;
+  int n = real.get()();
+  t_gcDepth = depth;
+  gc::finalizersRanThrough(settled);
+  return n;
+}
+
 HEAPMAN_EXPORT void GC_register_has_static_roots_callback(GC_has_static_roots_func fn) {
   if (!g.active.load(std::memory_order_relaxed))
     return real_GC_register_has_static_roots_callback.get()(fn);

@@ -488,3 +488,115 @@ TEST_CASE("roots that only the program's mark and push procedures know are in th
     if (g->root(root).source == log::RootSource::kMarkProcedure)
       CHECK(g->root(root).label == "pushed by mark procedures");
 }
+
+namespace {
+
+// The program's "name value" lines: numbers in decimal, addresses in hex.
+std::map<std::string, uint64_t> programLines(const std::string& out) {
+  std::map<std::string, uint64_t> at;
+  std::istringstream in(out);
+  std::string k, v;
+  while (in >> k >> v) at[k] = std::stoull(v, nullptr, 0);
+  return at;
+}
+
+// The graph's finalization-queue root, or kNoNode when the queue was empty.
+uint32_t finalizeQueueRoot(const HeapGraph& g) {
+  uint32_t found = kNoNode;
+  for (uint32_t r = 1; r <= g.rootCount(); ++r)
+    if (g.root(r).source == log::RootSource::kFinalizeQueue) {
+      CHECK(found == kNoNode);  // one table per collection
+      found = r;
+    }
+  return found;
+}
+
+// The addresses of the objects reachable from node `from` (itself excluded).
+std::set<uint64_t> reachFrom(const HeapGraph& g, uint32_t from) {
+  std::vector<bool> seen(g.nodeCount());
+  std::vector<uint32_t> todo{from};
+  seen[from] = true;
+  std::set<uint64_t> out;
+  while (!todo.empty()) {
+    uint32_t n = todo.back();
+    todo.pop_back();
+    for (uint32_t t : g.out(n))
+      if (!seen[t]) {
+        seen[t] = true;
+        out.insert(g.address(t));
+        todo.push_back(t);
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+// The finalization queue as a root (finalize_truth.c): objects the collector found unreachable and
+// queued for their finalizer are held by the "finalization queue" root, exactly, with what they
+// hold, and nothing alive is unreachable; once their finalizer has run they leave it (a
+// resurrected object stays alive, held by what resurrected it, not by the queue); objects a
+// finalizer allocates from inside libgc's allocator are recorded; the program's own
+// await-finalize proc runs as often as without the recorder.
+TEST_CASE("the finalization queue is a root that holds exactly the queued objects",
+          "[graph][truth]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/finalize.hml";
+  hmtest::ShellResult plain = hmtest::runShell(std::string("'") + GRAPH_FINALIZE_TRUTH + "'");
+  REQUIRE(plain.status == 0);
+  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
+                                              "' run --ram-dumps every -o '" + log + "' -- '" +
+                                              GRAPH_FINALIZE_TRUTH + "'");
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  std::map<std::string, uint64_t> at = programLines(run.out), alone = programLines(plain.out);
+  // The program's await-finalize proc: called for a, d and g, with and without the recorder; the
+  // getter gives the program its own proc back.
+  CHECK(alone.at("await") == 3);
+  CHECK(at.at("await") == alone.at("await"));
+  CHECK(at.at("mine") == 1);
+  CHECK(at.at("finalized") == 3);
+
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(log, ro);
+  DumpStore store(r.reader());
+  {  // collection 1: a and d queued; b, c held by a, e by d
+    auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at.at("gc1")));
+    CHECK(g->stats().unreachable == 0);
+    uint32_t q = finalizeQueueRoot(*g);
+    REQUIRE(q != kNoNode);
+    CHECK(g->root(q).label == "finalization queue");
+    CHECK(outOf(*g, q) == std::multiset<uint64_t>{at.at("a"), at.at("d")});
+    CHECK(reachFrom(*g, q) ==
+          std::set<uint64_t>{at.at("a"), at.at("b"), at.at("c"), at.at("d"), at.at("e")});
+    CHECK(reachFrom(*g, q).count(at.at("k")) == 0);  // finalizable, still held: not queued
+    // paths name the root
+    std::string out;
+    char c[32];
+    std::snprintf(c, sizeof c, "0x%llx", static_cast<unsigned long long>(at.at("c")));
+    REQUIRE(sh(std::string("'") + GRAPH_HEAPMAN + "' paths '" + log + "' --at gc:" +
+                   std::to_string(at.at("gc1")) + " " + c + " --no-symbols",
+               out) == 0);
+    CHECK(out.find("finalization queue") != std::string::npos);
+  }
+  {  // collection 2: a's and d's finalizers ran (a resurrected), g queued
+    auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at.at("gc2")));
+    CHECK(g->stats().unreachable == 0);
+    uint32_t q = finalizeQueueRoot(*g);
+    REQUIRE(q != kNoNode);
+    CHECK(outOf(*g, q) == std::multiset<uint64_t>{at.at("g")});
+    CHECK(reachFrom(*g, q) == std::set<uint64_t>{at.at("g"), at.at("h")});
+    CHECK(g->objectAt(at.at("a"), false) != kNoNode);  // alive: resurrected
+    CHECK(g->objectAt(at.at("d"), false) == kNoNode);  // freed
+    CHECK(g->objectAt(at.at("e"), false) == kNoNode);
+  }
+  {  // collection 3: g's finalizer ran from inside the allocator and allocated f
+    auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at.at("gc3")));
+    CHECK(g->stats().unreachable == 0);
+    CHECK(finalizeQueueRoot(*g) == kNoNode);
+    uint32_t f = g->objectAt(at.at("f"), false);
+    REQUIRE(f != kNoNode);
+    CHECK(g->objectInfo(f) != 0);  // recorded: the allocation is in the log
+  }
+}

@@ -1,0 +1,140 @@
+// The finalization queue of a Boehm collector, as a root (finalize_queue.h).
+#include "finalize_queue.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "../core/recorder.h"
+#include "gc_tracking.h"
+#include "heapman/logformat/format.h"
+#include "heapman/logformat/records.h"
+
+namespace heapman::rec::gc {
+namespace {
+
+FinalizeQueueCollector g_fc;
+
+struct Entry {
+  uint64_t hidden;  // ~address
+  uint32_t gc;      // the collection that queued it
+  uint32_t pad;
+};
+constexpr size_t kMaxFinalizeQueue = size_t{1} << 18;
+Entry g_queue[kMaxFinalizeQueue];
+size_t g_count = 0;
+uint64_t g_dropped = 0;  // objects not listed: the table was full
+bool g_droppedSaid = false;
+
+// The plain addresses, for a dump's copy only.
+uint64_t g_table[kMaxFinalizeQueue];
+size_t g_tableUsed = 0;
+
+std::atomic<uint32_t> g_settled{0};     // finalizeQueueSettledGc
+std::atomic<uint32_t> g_ranThrough{0};  // the largest finalizersRanThrough
+
+// Mono's finalizing objects since the last collection (~address), applied under the allocation
+// lock. The finalizer thread appends, the collecting thread drains: a spinlock, never held while
+// the world is stopped. Past its size, an object whose finalizer starts stays listed until it is
+// collected or the collector's queue empties (counted, said once).
+constexpr size_t kMaxStarting = size_t{1} << 16;
+uint64_t g_starting[kMaxStarting];
+size_t g_startingCount = 0;
+uint64_t g_startingLost = 0;
+bool g_startingSaid = false;
+std::atomic<bool> g_startingLock{false};
+
+// What left the queue, as known when collection `gc` starts or ends (entries it queued itself
+// have gc == `gc` and are not Mono's finalizing objects yet). Allocation lock held; the spinlock
+// keeps the finalizer thread out of the ring meanwhile.
+void applyLeft(uint32_t gc) {
+  SpinLock lock(g_startingLock);
+  size_t starting = g_startingCount;
+  g_startingCount = 0;
+  if (g_fc.pending && !g_fc.pending()) {  // exact: only the lock holder changes it
+    g_count = 0;
+    return;
+  }
+  std::sort(g_starting, g_starting + starting);
+  uint32_t ran = g_ranThrough.load(std::memory_order_acquire);
+  size_t k = 0;
+  for (size_t i = 0; i < g_count; ++i) {
+    const Entry& e = g_queue[i];
+    if (e.gc <= ran) continue;  // a GC_invoke_finalizers call ran its finalizer
+    if (e.gc < gc && std::binary_search(g_starting, g_starting + starting, e.hidden)) continue;
+    g_queue[k++] = e;
+  }
+  g_count = k;
+}
+
+}  // namespace
+
+void initFinalizeQueue(const FinalizeQueueCollector& c) { g_fc = c; }
+
+void finalizeQueued(void* obj, uint32_t gc) {
+  if (g_count == kMaxFinalizeQueue) {
+    ++g_dropped;
+    return;
+  }
+  g_queue[g_count++] = {~reinterpret_cast<uint64_t>(obj), gc, 0};
+}
+
+void finalizerStarting(void* obj) {
+  SpinLock lock(g_startingLock);
+  if (g_startingCount == kMaxStarting) {
+    ++g_startingLost;
+    return;
+  }
+  g_starting[g_startingCount++] = ~reinterpret_cast<uint64_t>(obj);
+}
+
+uint32_t finalizeQueueSettledGc() { return g_settled.load(std::memory_order_acquire); }
+
+void finalizersRanThrough(uint32_t gc) {
+  uint32_t was = g_ranThrough.load(std::memory_order_relaxed);
+  while (was < gc && !g_ranThrough.compare_exchange_weak(was, gc, std::memory_order_acq_rel)) {
+  }
+}
+
+void startFinalizeQueue(uint32_t gc) { applyLeft(gc); }
+
+void finishFinalizeQueue(uint32_t gc) {
+  applyLeft(gc);
+  size_t k = 0;
+  for (size_t i = 0; i < g_count; ++i) {
+    void* p = reinterpret_cast<void*>(~g_queue[i].hidden);
+    // Freed by this collection: GC_base first (a block freed whole is no object any more).
+    if (g_fc.base(p) != p || !g_fc.isMarked(p)) continue;
+    g_queue[k++] = g_queue[i];
+  }
+  g_count = k;
+  g_settled.store(gc, std::memory_order_release);
+  if (g_dropped && !g_droppedSaid) {
+    g_droppedSaid = true;
+    say("more than %zu objects await their finalizer: the graph's finalization-queue root lists "
+        "the first %zu",
+        kMaxFinalizeQueue, kMaxFinalizeQueue);
+  }
+  if (g_startingLost && !g_startingSaid) {
+    g_startingSaid = true;
+    say("more than %zu finalizers ran between two collections: the finalization-queue root may "
+        "list objects whose finalizer ran until they are collected",
+        kMaxStarting);
+  }
+}
+
+RootSetEntry finalizeQueueRoot(bool forDump) {
+  if (forDump) {
+    for (size_t i = 0; i < g_count; ++i) g_table[i] = ~g_queue[i].hidden;
+    g_tableUsed = g_count;
+  }
+  return {reinterpret_cast<uint64_t>(g_table), g_count * sizeof(uint64_t), log::kRecorderThread,
+          static_cast<uint8_t>(log::RootSource::kFinalizeQueue), {}};
+}
+
+void clearFinalizeQueueTable() {
+  std::memset(g_table, 0, g_tableUsed * sizeof(uint64_t));
+  g_tableUsed = 0;
+}
+
+}  // namespace heapman::rec::gc

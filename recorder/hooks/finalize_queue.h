@@ -1,0 +1,69 @@
+// The finalization queue of a Boehm collector (libgc, Mono's fork): the objects a collection found
+// unreachable that have a finalizer. The collector keeps each of them, with everything it
+// reaches, alive until its finalizer has run, through its own tables (libgc hides the pointers),
+// so no scan of the dumped memory finds what holds them. The recorder keeps the set here and
+// lists it in each collection's root set as one range of kind kFinalizeQueue: a table of the
+// objects' addresses, dumped like a stack (the graph's "finalization queue" root).
+//
+// An object enters when the collector queues it: the await-finalize proc
+// (GC_set_await_finalize_proc), which GC_finalize calls for each object it moves to the queue,
+// allocation lock held, the world running. It leaves
+// - when its finalizer is about to run: Mono raises gc_finalizing_object (finalizerStarting);
+//   libgc has no per-object signal, but GC_invoke_finalizers (the layer interposes it: the
+//   program's calls and libgc's own go through the PLT) runs finalizers until the queue is
+//   empty, so when it returns every object queued by a collection that had finished before the
+//   call began has left (finalizersRanThrough);
+// - all at once when the collector's own queue is empty (checked at each collection);
+// - when a collection frees it (not marked at its end).
+// Where none of these says so at once (a libgc finalizer that runs while another thread's
+// collection queues more), the object stays listed until one does: a root too many, never one
+// missing.
+//
+// Storage: static tables, no allocation, no lock on the collector's side (every change but
+// finalizerStarting's is made with the allocation lock held). Addresses are kept complemented, as
+// libgc hides them, so that a collector scanning the recorder's data would not take them for
+// pointers; the plain table the dump copies is written just before the copy and cleared after.
+// Past kMaxFinalizeQueue objects (2^18) further ones are not listed and are counted (said once):
+// they are then "alive but unreachable" in the graph, as without this root.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../core/gc_events.h"
+
+namespace heapman::rec::gc {
+
+// Which objects a collection kept: libgc's rule (shared/FINDINGS.md), GC_base first.
+struct FinalizeQueueCollector {
+  int (*isMarked)(const void*) = nullptr;
+  void* (*base)(void*) = nullptr;
+  // Non-zero while the collector's own queue holds objects (GC_should_invoke_finalizers: a plain
+  // read, no lock).
+  int (*pending)() = nullptr;
+};
+void initFinalizeQueue(const FinalizeQueueCollector& c);
+
+// The collector's await-finalize proc: collection `gc` queued `obj`. Allocation lock held.
+void finalizeQueued(void* obj, uint32_t gc);
+// Mono: the finalizer of `obj` is about to run. Any thread, no allocation lock.
+void finalizerStarting(void* obj);
+// libgc: the last collection whose queued objects are all in the collector's queue (its
+// GC_finalize has run), read before a GC_invoke_finalizers call ...
+uint32_t finalizeQueueSettledGc();
+// ... and passed here when the call returns: everything queued up to that collection has left.
+void finalizersRanThrough(uint32_t gc);
+
+// Allocation lock held, when collection `gc` starts (before it queues anything): what left the
+// queue since the last collection.
+void startFinalizeQueue(uint32_t gc);
+// Allocation lock held, at the end of collection `gc` (marks complete, its objects queued): what
+// left the queue, and the objects the collection freed.
+void finishFinalizeQueue(uint32_t gc);
+
+// The queue as a root-set entry (size 0 when empty); with `forDump` its table holds the objects'
+// addresses until clearFinalizeQueueTable(), called once the dump has copied it.
+RootSetEntry finalizeQueueRoot(bool forDump);
+void clearFinalizeQueueTable();
+
+}  // namespace heapman::rec::gc
