@@ -600,3 +600,53 @@ TEST_CASE("the finalization queue is a root that holds exactly the queued object
     CHECK(g->objectInfo(f) != 0);  // recorded: the allocation is in the log
   }
 }
+
+// The same on mono-boehm (MonoTruth.exe finalize 50): 50 dropped Truth.Finalizable objects, each
+// holding a Probe[], are queued by one collection (their finalizers run on Mono's finalizer
+// thread after it): the queue root points to exactly 50 objects, which hold exactly the 50
+// payloads, and nothing alive is unreachable. After the finalizers ran (gc_finalizing_object)
+// the next collection frees them all and lists no queue.
+TEST_CASE("mono: the finalization queue holds exactly the objects awaiting their finalizer",
+          "[graph][mono]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/mono_finalize.hml";
+  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
+                                              "' run --ram-dumps every -o '" + log +
+                                              "' -- mono-boehm '" + GRAPH_MONO_TRUTH +
+                                              "' finalize 50");
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  std::set<uint64_t> payloads;
+  uint32_t gc = 0, gc2 = 0;
+  {
+    std::istringstream in(run.out);
+    std::string k, v;
+    while (in >> k >> v) {
+      if (k == "payload") payloads.insert(std::stoull(v, nullptr, 16));
+      if (k == "gc") gc = static_cast<uint32_t>(std::stoul(v));
+      if (k == "gc2") gc2 = static_cast<uint32_t>(std::stoul(v));
+    }
+  }
+  REQUIRE(payloads.size() == 50);
+  CHECK(run.out.find("finalized 50") != std::string::npos);
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(log, ro);
+  DumpStore store(r.reader());
+  {
+    auto g = HeapGraph::atGc(r, store, gc);
+    CHECK(g->stats().unreachable == 0);
+    uint32_t q = finalizeQueueRoot(*g);
+    REQUIRE(q != kNoNode);
+    std::multiset<uint64_t> queued = outOf(*g, q);
+    CHECK(queued.size() == 50);
+    std::set<uint64_t> held = reachFrom(*g, q);
+    for (uint64_t a : queued) held.erase(a);
+    CHECK(held == payloads);
+  }
+  {
+    auto g = HeapGraph::atGc(r, store, gc2);
+    CHECK(finalizeQueueRoot(*g) == kNoNode);
+    for (uint64_t a : payloads) CHECK(g->objectAt(a, false) == kNoNode);
+  }
+}
