@@ -942,6 +942,37 @@ HEAPMAN_EXPORT GC_await_finalize_proc GC_get_await_finalize_proc(void) {
   }
   return g_programAwait.load(std::memory_order_acquire);
 }
+// Finalizer registrations: the collector's entry holds the client data `cd` alive (and, once the
+// object is queued, the queue does): the queue root lists it beside the object. The GC_debug_*
+// variants register through these (libgc calls them through the PLT).
+template <class Fn>
+[[gnu::always_inline]] inline void registerFinalizer(Real<Fn>& real, void* obj,
+                                                     GC_finalization_proc fn, void* cd,
+                                                     GC_finalization_proc* ofn, void** ocd) {
+  real.get()(obj, fn, cd, ofn, ocd);
+  if (g_awaitInstalled && obj) gc::finalizerRegistered(obj, fn != nullptr, cd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer(void* obj, GC_finalization_proc fn, void* cd,
+                                          GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer_ignore_self(void* obj, GC_finalization_proc fn, void* cd,
+                                                      GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer_ignore_self);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer_no_order(void* obj, GC_finalization_proc fn, void* cd,
+                                                   GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer_no_order);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer_unreachable(void* obj, GC_finalization_proc fn, void* cd,
+                                                      GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer_unreachable);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+
 // Runs finalizers until the collector's queue is empty: when it returns, every object queued by a
 // collection that had finished before the call began has left the queue.
 HEAPMAN_EXPORT int GC_invoke_finalizers(void) {

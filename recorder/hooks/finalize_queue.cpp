@@ -17,6 +17,7 @@ FinalizeQueueCollector g_fc;
 
 struct Entry {
   uint64_t hidden;  // ~address
+  uint64_t data;    // ~(the finalizer's client data), ~0 for none
   uint32_t gc;      // the collection that queued it
   uint32_t pad;
 };
@@ -26,8 +27,8 @@ size_t g_count = 0;
 uint64_t g_dropped = 0;  // objects not listed: the table was full
 bool g_droppedSaid = false;
 
-// The plain addresses, for a dump's copy only.
-uint64_t g_table[kMaxFinalizeQueue];
+// The plain addresses (objects and client data), for a dump's copy only.
+uint64_t g_table[2 * kMaxFinalizeQueue];
 size_t g_tableUsed = 0;
 
 std::atomic<uint32_t> g_settled{0};     // finalizeQueueSettledGc
@@ -43,6 +44,42 @@ size_t g_startingCount = 0;
 uint64_t g_startingLost = 0;
 bool g_startingSaid = false;
 std::atomic<bool> g_startingLock{false};
+
+// libgc: the client data of each registered finalizer, by object (both complemented; key 0: a
+// free slot). Linear probing, deletion by backward shift. g_startingLock guards it too.
+constexpr size_t kDataSlots = size_t{1} << 18;
+struct DataSlot {
+  uint64_t key, data;
+};
+DataSlot g_data[kDataSlots];
+size_t g_dataCount = 0;
+uint64_t g_dataDropped = 0;
+bool g_dataSaid = false;
+
+inline size_t slotOf(uint64_t key) {
+  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 46) & (kDataSlots - 1);
+}
+
+// The slot holding `key`, or the free slot where it would go.
+size_t findData(uint64_t key) {
+  size_t i = slotOf(key);
+  while (g_data[i].key && g_data[i].key != key) i = (i + 1) & (kDataSlots - 1);
+  return i;
+}
+
+void eraseData(size_t i) {
+  g_data[i] = {};
+  --g_dataCount;
+  for (size_t j = (i + 1) & (kDataSlots - 1); g_data[j].key; j = (j + 1) & (kDataSlots - 1)) {
+    size_t home = slotOf(g_data[j].key);
+    // Move j back to the hole at i when its home does not lie cyclically in (i, j].
+    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+      g_data[i] = g_data[j];
+      g_data[j] = {};
+      i = j;
+    }
+  }
+}
 
 // What left the queue, as known when collection `gc` starts or ends (entries it queued itself
 // have gc == `gc` and are not Mono's finalizing objects yet). Allocation lock held; the spinlock
@@ -72,11 +109,40 @@ void applyLeft(uint32_t gc) {
 void initFinalizeQueue(const FinalizeQueueCollector& c) { g_fc = c; }
 
 void finalizeQueued(void* obj, uint32_t gc) {
+  uint64_t key = ~reinterpret_cast<uint64_t>(obj), data = ~uint64_t{0};
+  {
+    SpinLock lock(g_startingLock);
+    if (g_dataCount) {  // the registration is used up: the collector's entry moved to its queue
+      size_t i = findData(key);
+      if (g_data[i].key) {
+        data = g_data[i].data;
+        eraseData(i);
+      }
+    }
+  }
   if (g_count == kMaxFinalizeQueue) {
     ++g_dropped;
     return;
   }
-  g_queue[g_count++] = {~reinterpret_cast<uint64_t>(obj), gc, 0};
+  g_queue[g_count++] = {key, data, gc, 0};
+}
+
+void finalizerRegistered(void* obj, bool registered, void* data) {
+  uint64_t key = ~reinterpret_cast<uint64_t>(obj);
+  SpinLock lock(g_startingLock);
+  size_t i = findData(key);
+  if (!registered || !data) {  // removed, or nothing to hold
+    if (g_data[i].key) eraseData(i);
+    return;
+  }
+  if (!g_data[i].key) {
+    if (g_dataCount >= kDataSlots / 4 * 3) {
+      ++g_dataDropped;
+      return;
+    }
+    ++g_dataCount;
+  }
+  g_data[i] = {key, ~reinterpret_cast<uint64_t>(data)};
 }
 
 void finalizerStarting(void* obj) {
@@ -115,6 +181,12 @@ void finishFinalizeQueue(uint32_t gc) {
         "the first %zu",
         kMaxFinalizeQueue, kMaxFinalizeQueue);
   }
+  if (g_dataDropped && !g_dataSaid) {
+    g_dataSaid = true;
+    say("more than %zu finalizers registered: the finalization-queue root may miss the client "
+        "data of some",
+        kDataSlots / 4 * 3);
+  }
   if (g_startingLost && !g_startingSaid) {
     g_startingSaid = true;
     say("more than %zu finalizers ran between two collections: the finalization-queue root may "
@@ -124,11 +196,17 @@ void finishFinalizeQueue(uint32_t gc) {
 }
 
 RootSetEntry finalizeQueueRoot(bool forDump) {
-  if (forDump) {
-    for (size_t i = 0; i < g_count; ++i) g_table[i] = ~g_queue[i].hidden;
-    g_tableUsed = g_count;
+  size_t n = 0;
+  for (size_t i = 0; i < g_count; ++i) {
+    if (forDump) g_table[n] = ~g_queue[i].hidden;
+    ++n;
+    if (g_queue[i].data != ~uint64_t{0}) {
+      if (forDump) g_table[n] = ~g_queue[i].data;
+      ++n;
+    }
   }
-  return {reinterpret_cast<uint64_t>(g_table), g_count * sizeof(uint64_t), log::kRecorderThread,
+  if (forDump) g_tableUsed = n;
+  return {reinterpret_cast<uint64_t>(g_table), n * sizeof(uint64_t), log::kRecorderThread,
           static_cast<uint8_t>(log::RootSource::kFinalizeQueue), {}};
 }
 

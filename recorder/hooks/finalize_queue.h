@@ -3,7 +3,10 @@
 // reaches, alive until its finalizer has run, through its own tables (libgc hides the pointers),
 // so no scan of the dumped memory finds what holds them. The recorder keeps the set here and
 // lists it in each collection's root set as one range of kind kFinalizeQueue: a table of the
-// objects' addresses, dumped like a stack (the graph's "finalization queue" root).
+// objects' addresses, dumped like a stack (the graph's "finalization queue" root). The
+// collector's queue entry also holds the finalizer's client data (libgc's GC_register_finalizer
+// `cd`: ECL passes the Lisp closure to call), which it keeps alive as well: the table lists that
+// word beside the object. The layer learns it from the registration calls (finalizerRegistered).
 //
 // An object enters when the collector queues it: the await-finalize proc
 // (GC_set_await_finalize_proc), which GC_finalize calls for each object it moves to the queue,
@@ -20,7 +23,11 @@
 // missing.
 //
 // Storage: static tables, no allocation, no lock on the collector's side (every change but
-// finalizerStarting's is made with the allocation lock held). Addresses are kept complemented, as
+// finalizerStarting's and finalizerRegistered's is made with the allocation lock held; those two
+// take a spinlock that is never held across a call into the collector, and that the collector's
+// side takes only while the world runs). Client data by object: an open-addressing table of 2^18
+// slots, at most 3/4 full (more registrations are counted and said once; their data is then not
+// listed). Addresses are kept complemented, as
 // libgc hides them, so that a collector scanning the recorder's data would not take them for
 // pointers; the plain table the dump copies is written just before the copy and cleared after.
 // Past kMaxFinalizeQueue objects (2^18) further ones are not listed and are counted (said once):
@@ -46,6 +53,9 @@ void initFinalizeQueue(const FinalizeQueueCollector& c);
 
 // The collector's await-finalize proc: collection `gc` queued `obj`. Allocation lock held.
 void finalizeQueued(void* obj, uint32_t gc);
+// libgc: the program registered (or, with `registered` false, removed) a finalizer for `obj`
+// with client data `data` (GC_register_finalizer and relatives, after the real call).
+void finalizerRegistered(void* obj, bool registered, void* data);
 // Mono: the finalizer of `obj` is about to run. Any thread, no allocation lock.
 void finalizerStarting(void* obj);
 // libgc: the last collection whose queued objects are all in the collector's queue (its

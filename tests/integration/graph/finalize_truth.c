@@ -2,23 +2,28 @@
  * a finalizer are kept, with everything they reach, until their finalizer has run; finalization
  * is on demand here (GC_set_finalize_on_demand), so they wait for GC_invoke_finalizers.
  * - Collection 1: a (GC_register_finalizer) -> b -> c and d (GC_register_finalizer_no_order)
- *   -> e were dropped: a and d are queued, b, c, e held by them. k has a finalizer and is still
- *   held by a static: not queued.
+ *   -> e were dropped: a and d are queued, b, c, e held by them, and dd, the client data of d's
+ *   finalizer, held by d's queue entry. k has a finalizer (client data kd) and is still held by
+ *   a static: not queued.
  * - GC_invoke_finalizers runs a's and d's finalizers; a's stores a in a static (resurrected).
  *   g -> h (finalizable) is dropped. Collection 2: g is queued; a (with b, c) is alive, held by
- *   the static, no longer by the queue; d and e are freed.
+ *   the static, no longer by the queue; d, e and dd are freed.
  * - Finalization turns automatic: the next large allocation runs g's finalizer from inside
  *   libgc's allocator, and that finalizer allocates f. Collection 3: the queue is empty, f alive.
+ * The objects are built on short-lived threads: no register or stack slot of the main thread can
+ * keep one alive by chance (the collector scans them conservatively).
  * The program's own await-finalize proc counts its calls (3, with or without the recorder).
  * Output: "gc1 N", "gc2 N", "gc3 N", "await N", "finalized N", "mine 1" (the getter returns the
  * program's proc), then each object's name and address. */
+#define GC_THREADS
 #include <gc/gc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { kA, kB, kC, kD, kE, kG, kH, kK, kF, kCount };
-static const char* const kNames[kCount] = {"a", "b", "c", "d", "e", "g", "h", "k", "f"};
+enum { kA, kB, kC, kD, kE, kDD, kG, kH, kK, kKD, kF, kCount };
+static const char* const kNames[kCount] = {"a", "b", "c", "d", "e", "dd", "g", "h", "k", "kd", "f"};
 
 static uintptr_t g_hidden[kCount]; /* ~address: no pointer for the collector */
 static void** volatile g_a;        /* held until dropped */
@@ -60,7 +65,8 @@ static void* object(int which, size_t size) {
   return p;
 }
 
-static __attribute__((noinline)) void build_first(void) {
+static void* build_first(void* unused) {
+  (void)unused;
   void** a = object(kA, 32);
   void** b = object(kB, 32);
   b[0] = object(kC, 32);
@@ -68,18 +74,26 @@ static __attribute__((noinline)) void build_first(void) {
   GC_register_finalizer(a, finalize_resurrect, NULL, NULL, NULL);
   void** d = object(kD, 48);
   d[1] = object(kE, 64);
-  GC_register_finalizer_no_order(d, finalize_plain, NULL, NULL, NULL);
+  GC_register_finalizer_no_order(d, finalize_plain, object(kDD, 40), NULL, NULL);
   g_k = object(kK, 16);
-  GC_register_finalizer(g_k, finalize_plain, NULL, NULL, NULL);
+  GC_register_finalizer(g_k, finalize_plain, object(kKD, 40), NULL, NULL);
   g_a = a;
   g_d = d;
+  return NULL;
 }
 
-static __attribute__((noinline)) void build_second(void) {
+static void* build_second(void* unused) {
+  (void)unused;
   void** g = object(kG, 80);
   g[2] = object(kH, 24);
   GC_register_finalizer(g, finalize_allocate, NULL, NULL, NULL);
   g_g = g;
+  return NULL;
+}
+
+static void on_thread(void* (*fn)(void*)) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, fn, NULL) == 0) pthread_join(t, NULL);
 }
 
 static __attribute__((noinline)) void scrub(void) {
@@ -91,14 +105,14 @@ int main(void) {
   GC_INIT();
   GC_set_finalize_on_demand(1);
   GC_set_await_finalize_proc(on_await);
-  build_first();
+  on_thread(build_first);
   g_a = NULL;
   g_d = NULL;
   scrub();
   GC_gcollect();
   unsigned long gc1 = GC_get_gc_no();
   GC_invoke_finalizers();
-  build_second();
+  on_thread(build_second);
   g_g = NULL;
   scrub();
   GC_gcollect();

@@ -561,16 +561,18 @@ TEST_CASE("the finalization queue is a root that holds exactly the queued object
   ro.notes = nullptr;
   replay::Replay r(log, ro);
   DumpStore store(r.reader());
-  {  // collection 1: a and d queued; b, c held by a, e by d
+  {  // collection 1: a and d queued; b, c held by a, e by d; dd, d's finalizer's client data
     auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at.at("gc1")));
     CHECK(g->stats().unreachable == 0);
     uint32_t q = finalizeQueueRoot(*g);
     REQUIRE(q != kNoNode);
     CHECK(g->root(q).label == "finalization queue");
-    CHECK(outOf(*g, q) == std::multiset<uint64_t>{at.at("a"), at.at("d")});
-    CHECK(reachFrom(*g, q) ==
-          std::set<uint64_t>{at.at("a"), at.at("b"), at.at("c"), at.at("d"), at.at("e")});
-    CHECK(reachFrom(*g, q).count(at.at("k")) == 0);  // finalizable, still held: not queued
+    CHECK(outOf(*g, q) == std::multiset<uint64_t>{at.at("a"), at.at("d"), at.at("dd")});
+    CHECK(reachFrom(*g, q) == std::set<uint64_t>{at.at("a"), at.at("b"), at.at("c"), at.at("d"),
+                                                 at.at("e"), at.at("dd")});
+    // finalizable, still held: not queued, nor its client data
+    CHECK(reachFrom(*g, q).count(at.at("k")) == 0);
+    CHECK(reachFrom(*g, q).count(at.at("kd")) == 0);
     // paths name the root
     std::string out;
     char c[32];
@@ -590,6 +592,8 @@ TEST_CASE("the finalization queue is a root that holds exactly the queued object
     CHECK(g->objectAt(at.at("a"), false) != kNoNode);  // alive: resurrected
     CHECK(g->objectAt(at.at("d"), false) == kNoNode);  // freed
     CHECK(g->objectAt(at.at("e"), false) == kNoNode);
+    CHECK(g->objectAt(at.at("dd"), false) == kNoNode);
+    CHECK(g->objectAt(at.at("kd"), false) != kNoNode);  // k's registration holds it still
   }
   {  // collection 3: g's finalizer ran from inside the allocator and allocated f
     auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at.at("gc3")));
