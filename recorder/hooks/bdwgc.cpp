@@ -628,6 +628,7 @@ void initBdwgc() {
     fc.isMarked = collector.isMarked;
     fc.base = real_GC_base.get();
     fc.pending = pending;
+    fc.popsReported = true;  // GC_invoke_finalizers is interposed: libgc's own calls too
     gc::initFinalizeQueue(fc);
     g_programAwait.store(getAwait(), std::memory_order_relaxed);
     setAwait(onAwaitFinalize);
@@ -977,7 +978,7 @@ HEAPMAN_EXPORT void GC_register_finalizer_unreachable(void* obj, GC_finalization
 // collection that had finished before the call began has left the queue.
 HEAPMAN_EXPORT int GC_invoke_finalizers(void) {
   HEAPMAN_GC_REAL(GC_invoke_finalizers);
-  uint32_t settled = gc::finalizeQueueSettledGc();
+  uint32_t settled = gc::finalizersBegin();
   // libgc runs them from inside an allocation too (GC_generic_malloc -> ...
   // GC_notify_or_invoke_finalizers, when finalization is not on demand): their allocations are
   // the program's own, recorded as outermost calls.

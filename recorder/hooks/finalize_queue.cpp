@@ -22,8 +22,10 @@ struct Entry {
   uint32_t pad;
 };
 constexpr size_t kMaxFinalizeQueue = size_t{1} << 18;
+// In the order they were queued: their gc numbers never decrease (removals keep the order).
 Entry g_queue[kMaxFinalizeQueue];
 size_t g_count = 0;
+size_t g_dataWords = 0;  // entries with client data
 uint64_t g_dropped = 0;  // objects not listed: the table was full
 bool g_droppedSaid = false;
 
@@ -31,8 +33,13 @@ bool g_droppedSaid = false;
 uint64_t g_table[2 * kMaxFinalizeQueue];
 size_t g_tableUsed = 0;
 
-std::atomic<uint32_t> g_settled{0};     // finalizeQueueSettledGc
+std::atomic<uint32_t> g_settled{0};     // what finalizersBegin returns
 std::atomic<uint32_t> g_ranThrough{0};  // the largest finalizersRanThrough
+// libgc: GC_invoke_finalizers calls begun, and running. While none ran since the last
+// collection, every listed object is still in the collector's queue, hence marked.
+std::atomic<uint32_t> g_invokes{0};
+std::atomic<int> g_invoking{0};
+uint32_t g_invokesSeen = 0;
 
 // Mono's finalizing objects since the last collection (~address), applied under the allocation
 // lock. The finalizer thread appends, the collecting thread drains: a spinlock, never held while
@@ -56,9 +63,10 @@ size_t g_dataCount = 0;
 uint64_t g_dataDropped = 0;
 bool g_dataSaid = false;
 
-inline size_t slotOf(uint64_t key) {
-  return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 46) & (kDataSlots - 1);
-}
+// By address (objects are 16-byte aligned at least): objects allocated one after another, as
+// programs register them, land in neighbouring slots. A multiplicative hash cost a cache miss per
+// registration (finalize_bench: +330 ns, against +40 ns this way).
+inline size_t slotOf(uint64_t key) { return static_cast<size_t>(~key >> 4) & (kDataSlots - 1); }
 
 // The slot holding `key`, or the free slot where it would go.
 size_t findData(uint64_t key) {
@@ -81,6 +89,24 @@ void eraseData(size_t i) {
   }
 }
 
+// The first entry queued after collection `gc` (entries are in queueing order).
+size_t firstAfter(uint32_t gc) {
+  return static_cast<size_t>(
+      std::partition_point(g_queue, g_queue + g_count, [gc](const Entry& e) { return e.gc <= gc; }) -
+      g_queue);
+}
+
+// Keeps the entries `keep` says yes to, in order, from `from` on (the ones before are dropped).
+template <class Keep>
+void compact(size_t from, Keep keep) {
+  size_t k = 0;
+  for (size_t i = from; i < g_count; ++i)
+    if (keep(g_queue[i])) g_queue[k++] = g_queue[i];
+    else g_dataWords -= g_queue[i].data != ~uint64_t{0};
+  for (size_t i = 0; i < from; ++i) g_dataWords -= g_queue[i].data != ~uint64_t{0};
+  g_count = k;
+}
+
 // What left the queue, as known when collection `gc` starts or ends (entries it queued itself
 // have gc == `gc` and are not Mono's finalizing objects yet). Allocation lock held; the spinlock
 // keeps the finalizer thread out of the ring meanwhile.
@@ -88,20 +114,22 @@ void applyLeft(uint32_t gc) {
   SpinLock lock(g_startingLock);
   size_t starting = g_startingCount;
   g_startingCount = 0;
+  if (!g_count) return;
   if (g_fc.pending && !g_fc.pending()) {  // exact: only the lock holder changes it
     g_count = 0;
+    g_dataWords = 0;
+    return;
+  }
+  // A GC_invoke_finalizers call ran the finalizers of everything queued up to `ran`: a prefix.
+  size_t ranPrefix = firstAfter(g_ranThrough.load(std::memory_order_acquire));
+  if (!starting) {
+    if (ranPrefix) compact(ranPrefix, [](const Entry&) { return true; });
     return;
   }
   std::sort(g_starting, g_starting + starting);
-  uint32_t ran = g_ranThrough.load(std::memory_order_acquire);
-  size_t k = 0;
-  for (size_t i = 0; i < g_count; ++i) {
-    const Entry& e = g_queue[i];
-    if (e.gc <= ran) continue;  // a GC_invoke_finalizers call ran its finalizer
-    if (e.gc < gc && std::binary_search(g_starting, g_starting + starting, e.hidden)) continue;
-    g_queue[k++] = e;
-  }
-  g_count = k;
+  compact(ranPrefix, [&](const Entry& e) {
+    return e.gc >= gc || !std::binary_search(g_starting, g_starting + starting, e.hidden);
+  });
 }
 
 }  // namespace
@@ -125,6 +153,7 @@ void finalizeQueued(void* obj, uint32_t gc) {
     return;
   }
   g_queue[g_count++] = {key, data, gc, 0};
+  g_dataWords += data != ~uint64_t{0};
 }
 
 void finalizerRegistered(void* obj, bool registered, void* data) {
@@ -154,9 +183,14 @@ void finalizerStarting(void* obj) {
   g_starting[g_startingCount++] = ~reinterpret_cast<uint64_t>(obj);
 }
 
-uint32_t finalizeQueueSettledGc() { return g_settled.load(std::memory_order_acquire); }
+uint32_t finalizersBegin() {
+  g_invoking.fetch_add(1, std::memory_order_acq_rel);
+  g_invokes.fetch_add(1, std::memory_order_acq_rel);
+  return g_settled.load(std::memory_order_acquire);
+}
 
 void finalizersRanThrough(uint32_t gc) {
+  g_invoking.fetch_sub(1, std::memory_order_acq_rel);
   uint32_t was = g_ranThrough.load(std::memory_order_relaxed);
   while (was < gc && !g_ranThrough.compare_exchange_weak(was, gc, std::memory_order_acq_rel)) {
   }
@@ -166,14 +200,27 @@ void startFinalizeQueue(uint32_t gc) { applyLeft(gc); }
 
 void finishFinalizeQueue(uint32_t gc) {
   applyLeft(gc);
-  size_t k = 0;
-  for (size_t i = 0; i < g_count; ++i) {
-    void* p = reinterpret_cast<void*>(~g_queue[i].hidden);
-    // Freed by this collection: GC_base first (a block freed whole is no object any more).
-    if (g_fc.base(p) != p || !g_fc.isMarked(p)) continue;
-    g_queue[k++] = g_queue[i];
+  // Freed by this collection: not marked (GC_base first: a block freed whole is no object any
+  // more). Those it queued itself are marked (the collector marked them when it queued them):
+  // only the entries before them are tested, and on libgc only when finalizers ran since the
+  // last collection (an object still in the collector's queue is marked).
+  uint32_t invokes = g_invokes.load(std::memory_order_acquire);
+  bool popped = !g_fc.popsReported || invokes != g_invokesSeen ||
+                g_invoking.load(std::memory_order_acquire) > 0 || g_startingLost;
+  g_invokesSeen = invokes;
+  size_t older = popped ? firstAfter(gc - 1) : 0;
+  if (older) {
+    size_t k = 0;
+    for (size_t i = 0; i < g_count; ++i) {
+      void* p = reinterpret_cast<void*>(~g_queue[i].hidden);
+      if (i < older && (g_fc.base(p) != p || !g_fc.isMarked(p))) {
+        g_dataWords -= g_queue[i].data != ~uint64_t{0};
+        continue;
+      }
+      g_queue[k++] = g_queue[i];
+    }
+    g_count = k;
   }
-  g_count = k;
   g_settled.store(gc, std::memory_order_release);
   if (g_dropped && !g_droppedSaid) {
     g_droppedSaid = true;
@@ -196,16 +243,15 @@ void finishFinalizeQueue(uint32_t gc) {
 }
 
 RootSetEntry finalizeQueueRoot(bool forDump) {
-  size_t n = 0;
-  for (size_t i = 0; i < g_count; ++i) {
-    if (forDump) g_table[n] = ~g_queue[i].hidden;
-    ++n;
-    if (g_queue[i].data != ~uint64_t{0}) {
-      if (forDump) g_table[n] = ~g_queue[i].data;
-      ++n;
+  size_t n = g_count + g_dataWords;
+  if (forDump) {
+    size_t w = 0;
+    for (size_t i = 0; i < g_count; ++i) {
+      g_table[w++] = ~g_queue[i].hidden;
+      if (g_queue[i].data != ~uint64_t{0}) g_table[w++] = ~g_queue[i].data;
     }
+    g_tableUsed = w;
   }
-  if (forDump) g_tableUsed = n;
   return {reinterpret_cast<uint64_t>(g_table), n * sizeof(uint64_t), log::kRecorderThread,
           static_cast<uint8_t>(log::RootSource::kFinalizeQueue), {}};
 }

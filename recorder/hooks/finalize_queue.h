@@ -48,6 +48,10 @@ struct FinalizeQueueCollector {
   // Non-zero while the collector's own queue holds objects (GC_should_invoke_finalizers: a plain
   // read, no lock).
   int (*pending)() = nullptr;
+  // Every object that leaves the collector's queue does so inside a GC_invoke_finalizers call
+  // the layer reports (finalizersBegin / finalizersRanThrough): libgc, where the layer interposes
+  // it. Mono's finalizer thread calls its fork's own.
+  bool popsReported = false;
 };
 void initFinalizeQueue(const FinalizeQueueCollector& c);
 
@@ -58,10 +62,10 @@ void finalizeQueued(void* obj, uint32_t gc);
 void finalizerRegistered(void* obj, bool registered, void* data);
 // Mono: the finalizer of `obj` is about to run. Any thread, no allocation lock.
 void finalizerStarting(void* obj);
-// libgc: the last collection whose queued objects are all in the collector's queue (its
-// GC_finalize has run), read before a GC_invoke_finalizers call ...
-uint32_t finalizeQueueSettledGc();
-// ... and passed here when the call returns: everything queued up to that collection has left.
+// libgc: a GC_invoke_finalizers call begins; returns the last collection whose queued objects
+// are all in the collector's queue (its GC_finalize has run) ...
+uint32_t finalizersBegin();
+// ... to be passed here when the call returns: everything queued up to that collection has left.
 void finalizersRanThrough(uint32_t gc);
 
 // Allocation lock held, when collection `gc` starts (before it queues anything): what left the
