@@ -279,6 +279,7 @@ GC_has_static_roots_func g_programStaticRoots = nullptr;
 // when libgc has one: g_awaitInstalled).
 std::atomic<GC_await_finalize_proc> g_programAwait{nullptr};
 bool g_awaitInstalled = false;
+decltype(&::GC_call_with_alloc_lock) g_callWithLock = nullptr;  // resolved at start-up
 
 // Filled while the world is stopped: no lock, no allocation.
 constexpr int kMaxStatic = 1024;
@@ -623,7 +624,9 @@ void initBdwgc() {
   auto* getAwait = reinterpret_cast<decltype(&::GC_get_await_finalize_proc)>(
       dlsym(RTLD_NEXT, "GC_get_await_finalize_proc"));
   auto* pending = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "GC_should_invoke_finalizers"));
-  if (setAwait && getAwait && pending) {
+  g_callWithLock = reinterpret_cast<decltype(&::GC_call_with_alloc_lock)>(
+      dlsym(RTLD_NEXT, "GC_call_with_alloc_lock"));
+  if (setAwait && getAwait && pending && g_callWithLock) {
     gc::FinalizeQueueCollector fc;
     fc.isMarked = collector.isMarked;
     fc.base = real_GC_base.get();
@@ -987,6 +990,16 @@ HEAPMAN_EXPORT int GC_invoke_finalizers(void) {
   int n = real.get()();
   t_gcDepth = depth;
   gc::finalizersRanThrough(settled);
+  // The call returned when the collector's queue was empty; if it still is (no collection can
+  // queue while we hold the lock), every listed object has left. The caller never holds the lock
+  // here: GC_invoke_finalizers takes it itself.
+  if (g_awaitInstalled)
+    g_callWithLock(
+        [](void*) -> void* {
+          gc::finalizeQueueIfEmpty();
+          return nullptr;
+        },
+        nullptr);
   return n;
 }
 

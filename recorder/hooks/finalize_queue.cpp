@@ -204,6 +204,13 @@ void finalizersRanThrough(uint32_t gc) {
   }
 }
 
+void finalizeQueueIfEmpty() {
+  if (g_count && g_fc.pending && !g_fc.pending()) {
+    g_count = 0;
+    g_dataWords = 0;
+  }
+}
+
 void startFinalizeQueue(uint32_t gc) { applyLeft(gc); }
 
 void finishFinalizeQueue(uint32_t gc) {

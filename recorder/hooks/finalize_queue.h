@@ -15,7 +15,8 @@
 //   libgc has no per-object signal, but GC_invoke_finalizers (the layer interposes it: the
 //   program's calls and libgc's own go through the PLT) runs finalizers until the queue is
 //   empty, so when it returns every object queued by a collection that had finished before the
-//   call began has left (finalizersRanThrough);
+//   call began has left (finalizersRanThrough), and all have if the collector's queue is empty
+//   then (checked under the allocation lock: finalizeQueueIfEmpty);
 // - all at once when the collector's own queue is empty (checked at each collection);
 // - when a collection frees it (not marked at its end).
 // Where none of these says so at once (a libgc finalizer that runs while another thread's
@@ -67,6 +68,10 @@ void finalizerStarting(void* obj);
 uint32_t finalizersBegin();
 // ... to be passed here when the call returns: everything queued up to that collection has left.
 void finalizersRanThrough(uint32_t gc);
+// libgc, allocation lock held (GC_call_with_alloc_lock, after a GC_invoke_finalizers call): when
+// the collector's queue is empty, every listed object has left, however the call and other
+// threads' collections interleaved.
+void finalizeQueueIfEmpty();
 
 // Allocation lock held, when collection `gc` starts (before it queues anything): what left the
 // queue since the last collection.
