@@ -160,6 +160,8 @@ void finalizeQueued(void* obj, uint32_t gc) {
     ++g_dropped;
     return;
   }
+  // Client data that is no heap object (a static, a number) holds nothing.
+  if (data != ~uint64_t{0} && !g_fc.base(reinterpret_cast<void*>(~data))) data = ~uint64_t{0};
   g_queue[g_count++] = {key, data, gc, 0};
   g_dataWords += data != ~uint64_t{0};
 }
@@ -218,7 +220,10 @@ void finishFinalizeQueue(uint32_t gc) {
   // Freed by this collection: not marked (GC_base first: a block freed whole is no object any
   // more). Those it queued itself are marked (the collector marked them when it queued them):
   // only the entries before them are tested, and on libgc only when finalizers ran since the
-  // last collection (an object still in the collector's queue is marked).
+  // last collection (an object still in the collector's queue is marked, and so is the client
+  // data its entry holds). An object listed after its finalizer ran (a root too many, see the
+  // header) may outlive its client data, which the collector's entry no longer holds: that word
+  // goes when the data is freed.
   uint32_t invokes = g_invokes.load(std::memory_order_acquire);
   bool popped = !g_fc.popsReported || invokes != g_invokesSeen ||
                 g_invoking.load(std::memory_order_acquire) > 0 || g_startingLost;
@@ -231,6 +236,13 @@ void finishFinalizeQueue(uint32_t gc) {
       if (i < older && (g_fc.base(p) != p || !g_fc.isMarked(p))) {
         g_dataWords -= g_queue[i].data != ~uint64_t{0};
         continue;
+      }
+      if (i < older && g_queue[i].data != ~uint64_t{0}) {
+        void* data = g_fc.base(reinterpret_cast<void*>(~g_queue[i].data));
+        if (!data || !g_fc.isMarked(data)) {
+          g_queue[i].data = ~uint64_t{0};
+          --g_dataWords;
+        }
       }
       g_queue[k++] = g_queue[i];
     }
