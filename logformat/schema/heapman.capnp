@@ -138,6 +138,7 @@ enum RootSource {
   other @8;
   markProcedure @9;               # pushed by a program's mark procedure from outside the heap
   pushedRange @10;                # a range the program pushed (GC_push_all and relatives)
+  finalizeQueue @11;              # objects queued for their finalizer (a table of addresses)
 }
 
 # ExtKind 6 (event): a root range registered or removed.

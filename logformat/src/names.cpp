@@ -43,6 +43,7 @@ const char* rootSourceName(RootSource s) {
     case RootSource::kOther: return "other";
     case RootSource::kMarkProcedure: return "mark_procedure";
     case RootSource::kPushedRange: return "pushed_range";
+    case RootSource::kFinalizeQueue: return "finalize_queue";
   }
   return "unknown";
 }

@@ -29,6 +29,10 @@
 // world is stopped (thread and static-root callbacks) only static arrays are written: no lock, no
 // allocation. Everything else happens at RECLAIM_END: the mark-bit snapshot, the root set, the
 // RAM dump (memcpy into one mmap'd block; the writer thread hashes and compresses it later).
+//
+// The finalization queue (finalize_queue.h): the recorder's await-finalize proc notes each object
+// GC_finalize queues; GC_invoke_finalizers is interposed to know when they left. The program's
+// own await-finalize proc is kept and chained like the callbacks above.
 #define GC_THREADS
 #define GC_NO_THREAD_REDIRECTS
 // decltype(GC_malloc) drops gc.h's malloc/alloc_size attributes, which is what we want for the
@@ -56,6 +60,7 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
+#include "finalize_queue.h"
 #include "gc_tracking.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
@@ -270,6 +275,11 @@ void recordRootRange(uint64_t low, uint64_t high, bool added) {
 GC_on_collection_event_proc g_programCollectionEvent = nullptr;
 GC_on_thread_event_proc g_programThreadEvent = nullptr;
 GC_has_static_roots_func g_programStaticRoots = nullptr;
+// The program's await-finalize proc, called after the recorder's (which is installed at start-up
+// when libgc has one: g_awaitInstalled).
+std::atomic<GC_await_finalize_proc> g_programAwait{nullptr};
+bool g_awaitInstalled = false;
+decltype(&::GC_call_with_alloc_lock) g_callWithLock = nullptr;  // resolved at start-up
 
 // Filled while the world is stopped: no lock, no allocation.
 constexpr int kMaxStatic = 1024;
@@ -338,6 +348,7 @@ void emitGcBegin() {
   g_suspendedCount.store(0, std::memory_order_relaxed);
   g_markedCount.store(0, std::memory_order_relaxed);
   g_pushedCount.store(0, std::memory_order_relaxed);
+  if (g_awaitInstalled) gc::startFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
   HeapUsage use = heapUsage();
@@ -351,7 +362,7 @@ void emitGcBegin() {
 // The roots of the collection that is finishing: static data segments the collector reported,
 // ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
 // each with its recorder thread index where known. Allocation lock held (static storage).
-constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxPushed + 2;
+constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxPushed + 3;
 RootSetEntry g_roots[kMaxRoots];
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
@@ -391,13 +402,19 @@ size_t collectRoots(uint64_t mySp) {
 
 void onReclaimEnd() {
   Guard guard;
+  if (g_awaitInstalled) gc::finishFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
   bool dump = gc::dumpThisGc(g_gcNumber);
   gc::emitMarks(r, g_gcNumber, dump);
   size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
+  RootSetEntry queue = gc::finalizeQueueRoot(dump);
+  if (queue.size) g_roots[roots++] = queue;
   gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (dump) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+  if (dump) {
+    gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+    gc::clearFinalizeQueueTable();
+  }
 }
 
 void emitGcEnd() {
@@ -433,6 +450,12 @@ void GC_CALLBACK onCollectionEvent(GC_EventType event) {
     t_inCallback = was;
   }
   if (g_programCollectionEvent) g_programCollectionEvent(event);
+}
+
+// GC_finalize queued `obj` for its finalizer (allocation lock held, world running).
+void GC_CALLBACK onAwaitFinalize(void* obj) {
+  if (g.active.load(std::memory_order_relaxed)) gc::finalizeQueued(obj, g_gcNumber);
+  if (GC_await_finalize_proc program = g_programAwait.load(std::memory_order_acquire)) program(obj);
 }
 
 void GC_CALLBACK onThreadEvent(GC_EventType event, void* thread) {
@@ -595,6 +618,25 @@ void initBdwgc() {
   real_GC_set_on_collection_event.get()(onCollectionEvent);
   real_GC_set_on_thread_event.get()(onThreadEvent);
   real_GC_register_has_static_roots_callback.get()(onStaticRoots);
+  // The finalization queue (libgc >= 7.4 has the await-finalize proc; without it, no such root).
+  auto* setAwait = reinterpret_cast<decltype(&::GC_set_await_finalize_proc)>(
+      dlsym(RTLD_NEXT, "GC_set_await_finalize_proc"));
+  auto* getAwait = reinterpret_cast<decltype(&::GC_get_await_finalize_proc)>(
+      dlsym(RTLD_NEXT, "GC_get_await_finalize_proc"));
+  auto* pending = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "GC_should_invoke_finalizers"));
+  g_callWithLock = reinterpret_cast<decltype(&::GC_call_with_alloc_lock)>(
+      dlsym(RTLD_NEXT, "GC_call_with_alloc_lock"));
+  if (setAwait && getAwait && pending && g_callWithLock) {
+    gc::FinalizeQueueCollector fc;
+    fc.isMarked = collector.isMarked;
+    fc.base = real_GC_base.get();
+    fc.pending = pending;
+    fc.popsReported = true;  // GC_invoke_finalizers is interposed: libgc's own calls too
+    gc::initFinalizeQueue(fc);
+    g_programAwait.store(getAwait(), std::memory_order_relaxed);
+    setAwait(onAwaitFinalize);
+    g_awaitInstalled = true;
+  }
 }
 
 }  // namespace heapman::rec
@@ -890,6 +932,77 @@ HEAPMAN_EXPORT GC_on_thread_event_proc GC_get_on_thread_event(void) {
   }
   return g_programThreadEvent;
 }
+HEAPMAN_EXPORT void GC_set_await_finalize_proc(GC_await_finalize_proc fn) {
+  if (!g_awaitInstalled) {
+    static Real<decltype(::GC_set_await_finalize_proc)> real{"GC_set_await_finalize_proc"};
+    return real.get()(fn);
+  }
+  g_programAwait.store(fn, std::memory_order_release);
+}
+HEAPMAN_EXPORT GC_await_finalize_proc GC_get_await_finalize_proc(void) {
+  if (!g_awaitInstalled) {
+    static Real<decltype(::GC_get_await_finalize_proc)> real{"GC_get_await_finalize_proc"};
+    return real.get()();
+  }
+  return g_programAwait.load(std::memory_order_acquire);
+}
+// Finalizer registrations: the collector's entry holds the client data `cd` alive (and, once the
+// object is queued, the queue does): the queue root lists it beside the object. The GC_debug_*
+// variants register through these (libgc calls them through the PLT).
+template <class Fn>
+[[gnu::always_inline]] inline void registerFinalizer(Real<Fn>& real, void* obj,
+                                                     GC_finalization_proc fn, void* cd,
+                                                     GC_finalization_proc* ofn, void** ocd) {
+  real.get()(obj, fn, cd, ofn, ocd);
+  if (g_awaitInstalled && obj) gc::finalizerRegistered(obj, fn != nullptr, cd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer(void* obj, GC_finalization_proc fn, void* cd,
+                                          GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer_ignore_self(void* obj, GC_finalization_proc fn, void* cd,
+                                                      GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer_ignore_self);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer_no_order(void* obj, GC_finalization_proc fn, void* cd,
+                                                   GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer_no_order);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+HEAPMAN_EXPORT void GC_register_finalizer_unreachable(void* obj, GC_finalization_proc fn, void* cd,
+                                                      GC_finalization_proc* ofn, void** ocd) {
+  HEAPMAN_GC_REAL(GC_register_finalizer_unreachable);
+  registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+
+// Runs finalizers until the collector's queue is empty: when it returns, every object queued by a
+// collection that had finished before the call began has left the queue.
+HEAPMAN_EXPORT int GC_invoke_finalizers(void) {
+  HEAPMAN_GC_REAL(GC_invoke_finalizers);
+  uint32_t settled = gc::finalizersBegin();
+  // libgc runs them from inside an allocation too (GC_generic_malloc -> ...
+  // GC_notify_or_invoke_finalizers, when finalization is not on demand): their allocations are
+  // the program's own, recorded as outermost calls.
+  int depth = t_gcDepth;
+  t_gcDepth = 0;
+  int n = real.get()();
+  t_gcDepth = depth;
+  gc::finalizersRanThrough(settled);
+  // The call returned when the collector's queue was empty; if it still is (no collection can
+  // queue while we hold the lock), every listed object has left. The caller never holds the lock
+  // here: GC_invoke_finalizers takes it itself.
+  if (g_awaitInstalled)
+    g_callWithLock(
+        [](void*) -> void* {
+          gc::finalizeQueueIfEmpty();
+          return nullptr;
+        },
+        nullptr);
+  return n;
+}
+
 HEAPMAN_EXPORT void GC_register_has_static_roots_callback(GC_has_static_roots_func fn) {
   if (!g.active.load(std::memory_order_relaxed))
     return real_GC_register_has_static_roots_callback.get()(fn);

@@ -16,7 +16,13 @@
 //   set, the RAM dump the policy asks for, and GcEnd;
 // - root registrations and unregistrations with their source and name, threads' stack ranges
 //   (thread_started runs on the new thread), JIT'ed methods with their code ranges, GC handles
-//   created and deleted, objects whose finalizer is about to run.
+//   created and deleted, objects whose finalizer is about to run;
+// - the finalization queue (finalize_queue.h): the fork's GC_finalize calls the await-finalize
+//   proc the recorder installs (GC_set_await_finalize_proc, exported by mono-boehm) for each
+//   object it queues; gc_finalizing_object says when one leaves. Mono itself sets that proc only
+//   in mono_gc_register_finalizer_callbacks (for embedders, which mono-boehm is not); its fork has
+//   no getter, so an embedder's proc set before the profiler starts could not be chained (and
+//   one set after replaces the recorder's: no object is then listed).
 //
 // Managed stacks. Walking them with mono_stack_walk_no_il costs ~1.9 us per allocation, and a
 // native unwind does not reach JIT frames. Instead each thread keeps a shadow stack of method
@@ -51,6 +57,7 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
+#include "finalize_queue.h"
 #include "gc_tracking.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
@@ -96,6 +103,11 @@ struct MonoApi {
   // The Boehm fork's own entry points (exported by mono-boehm).
   gc::Collector collector;
   const unsigned long* gcNo = nullptr;  // GC_gc_no: collections completed
+  // The finalization queue (optional): the fork's await-finalize proc setter, GC_base, and
+  // mono_gc_pending_finalizers (GC_should_invoke_finalizers: a plain read).
+  void (*setAwaitFinalize)(void (*)(void*)) = nullptr;
+  void* (*base)(void*) = nullptr;
+  int (*pending)() = nullptr;
 };
 MonoApi m;
 
@@ -120,6 +132,10 @@ bool findApi() {
   // (gc_tracking.h, MarkLayout).
   m.collector.marks.findHeader = reinterpret_cast<void* (*)(void*)>(dlsym(RTLD_DEFAULT, "GC_find_header"));
   m.collector.marks.marksOffset = 0x30;
+  m.setAwaitFinalize = reinterpret_cast<void (*)(void (*)(void*))>(
+      dlsym(RTLD_DEFAULT, "GC_set_await_finalize_proc"));
+  m.base = reinterpret_cast<void* (*)(void*)>(dlsym(RTLD_DEFAULT, "GC_base"));
+  m.pending = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "mono_gc_pending_finalizers"));
   return ok;
 }
 
@@ -774,6 +790,7 @@ void onHandleDeleted(MonoProfiler*, uint32_t handle, MonoGCHandleType type) {
 }
 
 void onFinalizing(MonoProfiler*, MonoObject* obj) {
+  if (g_on.load(std::memory_order_relaxed)) gc::finalizerStarting(obj);
   emitPlain(Kind::kFinalize, 0, reinterpret_cast<uint64_t>(obj), 0, 0);
 }
 
@@ -782,12 +799,18 @@ void onFinalizing(MonoProfiler*, MonoObject* obj) {
 
 uint32_t g_gcNumber = 0;
 uint64_t g_gcStartNs = 0;
+bool g_awaitInstalled = false;  // the recorder's await-finalize proc is the fork's
 
-RootSetEntry* g_roots = nullptr;  // kMaxRoots + kMaxThreads entries, mmap'd once
+// The fork's GC_finalize queued `obj` (allocation lock held, world running).
+void onAwaitFinalize(void* obj) {
+  if (g_on.load(std::memory_order_relaxed)) gc::finalizeQueued(obj, g_gcNumber);
+}
+
+RootSetEntry* g_roots = nullptr;  // kMaxRoots + kMaxThreads + 1 entries, mmap'd once
 
 size_t collectRoots(uint64_t mySp) {
   if (!g_roots) g_roots = static_cast<RootSetEntry*>(
-      gc::mapBytes((kMaxRoots + kMaxThreads) * sizeof(RootSetEntry)));
+      gc::mapBytes((kMaxRoots + kMaxThreads + 1) * sizeof(RootSetEntry)));
   if (!g_roots) return 0;
   size_t n = 0;
   SpinLock lock;
@@ -810,6 +833,7 @@ size_t collectRoots(uint64_t mySp) {
 void onGcStart() {
   g_gcNumber = static_cast<uint32_t>(*m.gcNo) + 1;
   g_gcStartNs = monotonicNs();
+  if (g_awaitInstalled) gc::startFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
   if (RawEvent* e = begin(r, Kind::kGcBegin, 0, 0)) {
@@ -820,13 +844,19 @@ void onGcStart() {
 }
 
 void onGcEnd() {
+  if (g_awaitInstalled) gc::finishFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
   bool dump = gc::dumpThisGc(g_gcNumber);
   gc::emitMarks(r, g_gcNumber, dump);
   size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
+  RootSetEntry queue = gc::finalizeQueueRoot(dump);
+  if (queue.size && g_roots) g_roots[roots++] = queue;
   gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (dump) gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+  if (dump) {
+    gc::emitRamDump(r, g_gcNumber, g_roots, roots);
+    gc::clearFinalizeQueueTable();
+  }
   if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
     auto heap = static_cast<uint64_t>(m.mono_gc_get_heap_size());
     auto used = static_cast<uint64_t>(m.mono_gc_get_used_size());
@@ -912,6 +942,15 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;
   if (getenv("HEAPMAN_MONO_ALL_METHODS")) g_skipLeaves = false;  // instrument every method
   gc::initTracking(m.collector);
+  if (m.setAwaitFinalize && m.base && m.pending) {
+    gc::FinalizeQueueCollector fc;
+    fc.isMarked = m.collector.isMarked;
+    fc.base = m.base;
+    fc.pending = m.pending;
+    gc::initFinalizeQueue(fc);
+    m.setAwaitFinalize(onAwaitFinalize);
+    g_awaitInstalled = true;
+  }
   pthread_key_create(&g_shadowKey, freeShadow);
   // A fork child records into new rings, which may lie where the parent's did: the forking
   // thread's remembered slot says nothing there.

@@ -119,6 +119,8 @@ RootNode describeRoot(const replay::Replay& r, const RecordFacts& f, const DumpS
     // the recorder's copy of what they pushed: its address says nothing
     case log::RootSource::kMarkProcedure: n.label = "pushed by mark procedures"; break;
     case log::RootSource::kPushedRange: n.label = "range pushed by the program"; break;
+    // the recorder's table of the objects awaiting their finalizer (its address says nothing)
+    case log::RootSource::kFinalizeQueue: n.label = "finalization queue"; break;
     default: {
       n.label = log::rootSourceName(n.source);
       // The runtime's own name for the range, where it gave one.

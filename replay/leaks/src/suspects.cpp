@@ -48,6 +48,7 @@ std::string rootKindText(const graph::RootNode& root) {
     case log::RootSource::kMonoStatic: return "static field (" + root.label + ")";
     case log::RootSource::kMonoThreadStatic: return "thread-static field (" + root.label + ")";
     case log::RootSource::kRegistered: return "registered root " + root.label;
+    case log::RootSource::kFinalizeQueue: return root.label;  // "finalization queue"
     default: return std::string(log::rootSourceName(root.source)) + " " + root.label;
   }
 }

@@ -135,8 +135,13 @@ enum class RootSource : uint8_t {
   // from outside the collector: ECL's push-other-roots procedure, which replaces the collector's
   // scan of static data).
   kPushedRange = 10,
+  // Objects the collector found unreachable and queued for their finalizer: it keeps them (and
+  // all they reach) alive until the finalizer has run, through pointers no scan of memory finds
+  // (bdwgc hides them). The recorder keeps the queue from the collector's await-finalize proc
+  // and lists it as a table of object addresses (docs/DESIGN.md 2.2, 2.3).
+  kFinalizeQueue = 11,
 };
-inline constexpr RootSource kLastRootSource = RootSource::kPushedRange;
+inline constexpr RootSource kLastRootSource = RootSource::kFinalizeQueue;
 const char* rootSourceName(RootSource s);
 
 struct RootRange {

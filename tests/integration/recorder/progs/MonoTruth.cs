@@ -18,6 +18,10 @@
 //                                     generics), kept alive to the end: "layouts N"
 //   dump N                            N Probe[16] arrays kept alive, element j of array i holding
 //                                     i * 16 + j: lines "object ADDRESS I"; then a collection
+//   finalize N                        N Finalizable objects, each holding a Probe[8], dropped; a
+//                                     collection queues them for their finalizers (lines
+//                                     "payload ADDRESS", then "gc K"); the finalizers run and a
+//                                     second collection frees them: "gc2 K", "finalized N"
 //
 // Build: mcs -unsafe MonoTruth.cs HeapMan.cs
 using System;
@@ -296,10 +300,35 @@ namespace Truth
             Console.WriteLine("layouts " + layoutsKept.Count);
         }
 
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void DropFinalizable(int n)
+        {
+            for (int i = 0; i < n; i++)
+            {
+                var p = new Probe[8];
+                new Finalizable { Payload = p };
+                Console.WriteLine("payload 0x" + AddressOf(p).ToString("x"));
+            }
+        }
+
+        static void FinalizeQueue(int n)
+        {
+            DropFinalizable(n);
+            GC.Collect();
+            Console.WriteLine("gc " + GC.CollectionCount(0));
+            GC.WaitForPendingFinalizers();
+            GC.Collect();
+            Console.WriteLine("gc2 " + GC.CollectionCount(0));
+            Console.WriteLine("finalized " + Thread.VolatileRead(ref Finalizable.Finalized));
+        }
+
         static void Main(string[] args)
         {
             switch (args[0])
             {
+                case "finalize":
+                    FinalizeQueue(int.Parse(args[1]));
+                    break;
                 case "layouts":
                     Layouts();
                     break;
