@@ -99,12 +99,14 @@ void HeapGraph::scan() {
   offsets_[1] = static_cast<uint32_t>(o - out.data);
 
   uint64_t misses = 0, scanned = 0, skipped = 0, bytes = 0;
-  // Objects are scanned in address order, their bytes lie in the dump in the order the recorder
-  // wrote them (page runs, in no particular order): the bytes of the object kBytesAhead ahead
-  // are prefetched, and kLookupsAhead ahead (its bytes arrived) the start bitmaps its first words
-  // point into, since a pointer to anywhere in a big heap is a cache miss the lookup would
-  // otherwise wait for.
-  constexpr uint32_t kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 4;
+  // Look-ahead, on a heap whose start bitmaps outgrow the caches (past 2 MiB of them: a 128 MiB
+  // heap; on smaller ones the extra instructions cost more than the misses they hide): the bytes
+  // of the object kBytesAhead ahead are prefetched (logs recorded before the writer sorted its
+  // runs hold them out of the scan's order), and kLookupsAhead ahead, its bytes arrived, the
+  // start bitmaps its first words point into, since a pointer to anywhere in a big heap is a
+  // cache miss the lookup would otherwise wait for.
+  constexpr uint32_t kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 8;
+  const bool lookAhead = map_.bitmapBytes() > (size_t{2} << 20);
   const bool oneRegion = map_.oneRegion();
   const uint8_t* dumpEnd = dump_.bytes.data() + dump_.bytes.size();
   // The aligned words of [p, p + len) (the collector scans aligned words only) into o.
@@ -177,8 +179,9 @@ void HeapGraph::scan() {
   };
   const bool layouts = !options_.objectLayout.empty();
   for (uint32_t i = 0; i < n; ++i) {
-    if (i + kBytesAhead < n) __builtin_prefetch(dump_.data(dump_.objects[i + kBytesAhead]));
-    if (i + kLookupsAhead < n) {
+    if (lookAhead && i + kBytesAhead < n)
+      __builtin_prefetch(dump_.data(dump_.objects[i + kBytesAhead]));
+    if (lookAhead && i + kLookupsAhead < n) {
       const DumpSegment& a = dump_.objects[i + kLookupsAhead];
       const uint8_t* b = dump_.data(a);
       if (oneRegion && b + 8 * kWordsAhead <= dumpEnd) {

@@ -92,11 +92,14 @@ class AddressMap {
   // As prefetch(), without a branch (for a word that may be anything), when the objects lie in
   // one 1 GiB region (oneRegion()): an address outside them loads the first page's bitmap.
   bool oneRegion() const { return regions_.size() == 1; }
+  size_t bitmapBytes() const { return starts_.size() * sizeof(Starts); }
   __attribute__((always_inline)) void prefetchInOneRegion(uint64_t p) const {
     uint64_t off = p - low_;
     off = off < span_ ? off : 0;
     uint32_t s = regions_[0].slots[((low_ + off) >> 12) & (kRegionPages - 1)];
-    __builtin_prefetch(&starts_[s ? s - 1 : 0]);
+    uint32_t k = s ? s - 1 : 0;
+    __builtin_prefetch(&starts_[k]);
+    __builtin_prefetch(&base_[8 * k]);
   }
   // Whether p falls in a page that holds part of an object (for "hits in no object").
   bool inObjectPage(uint64_t p) const { return p - low_ < span_ && pageIndex(p) != kNone; }
