@@ -686,10 +686,12 @@ class Writer {
         runs.clear();
         for (uint32_t i = 0; i < d->objectCount; ++i) {
           const RamDump::Object& o = d->objects()[i];
-          if (!runs.empty() && o.address == runs.back().address + runs.back().length)
+          if (!runs.empty() && o.address == runs.back().address + runs.back().length) {
             runs.back().length += o.size;
-          else
-            runs.push_back({o.address, o.size, at});
+            ++runs.back().count;
+          } else {
+            runs.push_back({o.address, o.size, at, i, 1});
+          }
           at += o.size;
         }
         auto byAddress = [](const DumpRun& x, const DumpRun& y) { return x.address < y.address; };
@@ -757,9 +759,9 @@ class Writer {
   // Where each dumped object starts and ends (the pages above hold only their bytes): one
   // kObjectList segment per 4 KiB page in which objects start, its bytes varint pairs (start -
   // previous start, or - the page for the first; size) in address order. A page whose objects
-  // did not change has the same list: a reference, like its bytes. The RamDump's objects are in
-  // address order (the collector's block walk, gc_tracking.cpp); one out of order starts a new
-  // list, which readers merge.
+  // did not change has the same list: a reference, like its bytes. Written run by run in
+  // dumpRuns_'s order (sorted by the caller); an object out of order (overlapping runs: a
+  // runtime's list gone wrong) starts a new list, which readers merge.
   void writeObjectLists(const RamDump& d) {
     ByteBuffer& list = objectList_;
     list.clear();
@@ -769,17 +771,20 @@ class Writer {
         log_->writeRam(SegmentKind::kObjectList, d.gcNumber, page, {list.data(), list.size()});
       list.clear();
     };
-    for (uint32_t i = 0; i < d.objectCount; ++i) {
-      const RamDump::Object& o = d.objects()[i];
-      uint64_t p = o.address & ~(kDumpPage - 1);
-      if (list.empty() || p != page || o.address < previous) {
-        flush();
-        page = p, previous = p;
+    // In the order of the runs just written (address order): readers then read the objects
+    // in order and need not sort them.
+    for (const DumpRun& run : dumpRuns_)
+      for (uint32_t i = run.first; i < run.first + run.count; ++i) {
+        const RamDump::Object& o = d.objects()[i];
+        uint64_t p = o.address & ~(kDumpPage - 1);
+        if (list.empty() || p != page || o.address < previous) {
+          flush();
+          page = p, previous = p;
+        }
+        list.putVarint(o.address - previous);
+        list.putVarint(o.size);
+        previous = o.address;
       }
-      list.putVarint(o.address - previous);
-      list.putVarint(o.size);
-      previous = o.address;
-    }
     flush();
   }
 
@@ -862,6 +867,7 @@ class Writer {
   ByteBuffer objectList_;  // writeObjectLists' buffer, kept between dumps
   struct DumpRun {
     uint64_t address, length, at;  // at: of its bytes in the RamDump
+    uint32_t first, count;         // its objects in the RamDump's list
   };
   std::vector<DumpRun> dumpRuns_;  // a dump's runs of adjacent objects, kept between dumps
   struct {

@@ -989,8 +989,7 @@ std::vector<uint8_t> Replay::serializeState(bool delta) const {
   live_.forEach([&](const LiveObject& x) {
     if (!delta || x.birthSeq() >= cpFloor_) objs.push_back(x);
   });
-  std::sort(objs.begin(), objs.end(),
-            [](const LiveObject& a, const LiveObject& b) { return a.address < b.address; });
+  sortByAddress(objs);
   o.var(objs.size());
   uint64_t prev = 0;
   for (const LiveObject& x : objs) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -118,6 +119,16 @@ const DumpStore::Where* DumpStore::findCopy(uint64_t hash) const {
 
 namespace {
 
+// Logs from the writer that sorts a dump's runs hold its objects in address order already: a
+// check instead of a sort (10 M objects: 0.25-0.3 s each of the three sorts below).
+template <class T, class Less>
+void sortIfNeeded(std::vector<T>& v, Less less) {
+  if (!std::is_sorted(v.begin(), v.end(), less)) std::sort(v.begin(), v.end(), less);
+}
+const auto byAddress = [](const DumpSegment& a, const DumpSegment& b) {
+  return a.address < b.address;
+};
+
 // Joins the pieces the writer cut a long range into (kSegmentPiece, contiguous, same kind); with
 // `runs` (a dump with object lists: its object segments are runs cut at 4 KiB pages), every
 // segment that continues the one before.
@@ -152,11 +163,10 @@ void objectsFromLists(Dump& d, const std::vector<DumpSegment>& lists) {
       ++d.overlapsDropped;  // a list cut short: the objects before the cut are kept
     }
   }
-  std::sort(objects.begin(), objects.end());
+  sortIfNeeded(objects, std::less<>());
   std::vector<DumpSegment> runs;
   runs.swap(d.objects);
-  std::sort(runs.begin(), runs.end(),
-            [](const DumpSegment& a, const DumpSegment& b) { return a.address < b.address; });
+  sortIfNeeded(runs, byAddress);
   size_t r = 0;
   for (const auto& [address, size] : objects) {
     while (r < runs.size() && runs[r].address + runs[r].length <= address) ++r;
@@ -255,8 +265,7 @@ Dump DumpStore::load(uint32_t gc) {
   joinPieces(d.objects, !lists.empty());
   joinPieces(d.roots, false);
   if (!lists.empty()) objectsFromLists(d, lists);
-  std::sort(d.objects.begin(), d.objects.end(),
-            [](const DumpSegment& a, const DumpSegment& b) { return a.address < b.address; });
+  sortIfNeeded(d.objects, byAddress);
   // Objects never overlap in a collector's heap; a repeated segment is dropped (counted).
   size_t out = 0;
   for (size_t i = 0; i < d.objects.size(); ++i) {

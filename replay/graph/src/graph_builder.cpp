@@ -165,10 +165,7 @@ std::unique_ptr<HeapGraph> HeapGraph::atGc(replay::Replay& r, DumpStore& store, 
     log::HeapKind h = r.info(o.info()).heap;
     if (h != log::HeapKind::kNative && h != log::HeapKind::kOther) live.push_back(o);
   });
-  std::sort(live.begin(), live.end(),
-            [](const replay::LiveObject& a, const replay::LiveObject& b) {
-              return a.address < b.address;
-            });
+  replay::sortByAddress(live);
   size_t n = d.objects.size();
   std::vector<uint32_t> info(n);
   std::vector<uint8_t> flags(n);

@@ -3,7 +3,10 @@
 // equals an independent map replay).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
+#include <set>
 #include <unordered_map>
 
 #include "test_log.h"
@@ -451,5 +454,33 @@ TEST_CASE("any flipped byte of the index file is detected and the index rebuilt"
     CHECK(r.index().built);
     r.seek(r.resolve("gc:7"));
     CHECK(engineState(r) == want);
+  }
+}
+
+TEST_CASE("sortByAddress orders live objects as std::sort does", "[replay][liveset]") {
+  std::mt19937_64 rng(17);
+  // Sizes around the radix path's threshold; addresses in one heap (shared high bits), spread
+  // over the whole user address space, and one per page with a random low bit.
+  for (size_t n : {0u, 1u, 5u, 4095u, 4096u, 50000u}) {
+    for (int spread = 0; spread < 3; ++spread) {
+      std::vector<LiveObject> v;
+      std::set<uint64_t> used;
+      while (v.size() < n) {
+        uint64_t a = spread == 0   ? 0x7f3a00000000 + 16 * (rng() % (uint64_t{1} << 26))
+                     : spread == 1 ? 8 * (rng() % (LiveSet::kAddressLimit / 8))
+                                   : 0x55aa00001000 + 8 * (rng() % 2) + 4096 * v.size();
+        if (used.insert(a).second) v.push_back({a, LiveObject::pack(v.size(), 1)});
+      }
+      std::vector<LiveObject> expected = v;
+      std::sort(expected.begin(), expected.end(),
+                [](const LiveObject& a, const LiveObject& b) { return a.address < b.address; });
+      sortByAddress(v);
+      INFO("n " << n << " spread " << spread);
+      REQUIRE(v.size() == expected.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        REQUIRE(v[i].address == expected[i].address);
+        REQUIRE(v[i].packed == expected[i].packed);
+      }
+    }
   }
 }
