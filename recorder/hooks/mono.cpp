@@ -35,6 +35,7 @@
 // class's global entry says another thread's announcement was already committed (so the
 // TypeDef's sequence number precedes every allocation that uses it).
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -831,7 +832,7 @@ struct GcThreadLayout {
                           kStackEnd = 0x30;
   static constexpr uint16_t kFinished = 1, kMainThread = 4;
 };
-void* const* g_gcThreads = nullptr;        // GC_threads
+void* const* g_gcThreads = nullptr;         // GC_threads
 const uint64_t* g_gcStackBottom = nullptr;  // GC_stackbottom
 bool g_gcThreadsOff = false;
 
@@ -850,22 +851,26 @@ bool collectorStacks(uint64_t mySp, size_t& n) {
   size_t first = n;
   bool self = false, ok = true;
   for (size_t chain = 0; chain < L::kChains && ok; ++chain)
-    for (const void* rep = g_gcThreads[chain]; rep && ok; rep = fieldOf<const void*>(rep, L::kNext)) {
+    for (const void* rep = g_gcThreads[chain]; rep && ok;
+         rep = fieldOf<const void*>(rep, L::kNext)) {
       auto flags = fieldOf<uint16_t>(rep, L::kFlags);
       if (flags & L::kFinished) continue;
       auto id = fieldOf<pthread_t>(rep, L::kId);
       bool mine = pthread_equal(id, pthread_self());
       self = self || mine;
       uint64_t lo = mine ? mySp : fieldOf<uint64_t>(rep, L::kStackPtr);
-      uint64_t hi = (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
+      uint64_t hi =
+          (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
       ok = lo && lo < hi && hi - lo < (uint64_t{1} << 30);
       for (int i = 0; i < g_threadCount && ok; ++i)
         if (pthread_equal(g_threads[i].self, id) && g_threads[i].high)
           ok = lo >= g_threads[i].low && lo < g_threads[i].high && hi > g_threads[i].low &&
                hi <= g_threads[i].high + (uint64_t{1} << 20);  // GC_stackbottom: above argv
-      if (ok && n - first < static_cast<size_t>(kMaxThreads))
-        g_roots[n++] = {lo & ~uint64_t{7}, hi - (lo & ~uint64_t{7}), gc::threadIndexOf(id),
+      if (ok && n - first < static_cast<size_t>(kMaxThreads)) {
+        uint64_t from = lo & ~uint64_t{7};
+        g_roots[n++] = {from, hi - from, gc::threadIndexOf(id),
                         static_cast<uint8_t>(RootSource::kThreadStack), {}};
+      }
     }
   if (ok && self) return true;
   n = first;
@@ -884,7 +889,8 @@ size_t collectRoots(uint64_t mySp) {
   // Mono's "Thread Stack" registrations (MONO_ROOT_SOURCE_STACK: the whole reservation, for
   // profilers; the collector never scans them so) are left out: the stacks come next.
   for (int i = 0; i < g_rootCount; ++i)
-    if (g_rootRanges[i].size && g_rootRanges[i].source != static_cast<uint8_t>(RootSource::kMonoStack))
+    if (g_rootRanges[i].size &&
+        g_rootRanges[i].source != static_cast<uint8_t>(RootSource::kMonoStack))
       g_roots[n++] = {g_rootRanges[i].low, g_rootRanges[i].size, log::kRecorderThread,
                       g_rootRanges[i].source, {}};
   if (collectorStacks(mySp, n)) return n;
@@ -1008,7 +1014,15 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   if (g.follow == State::Follow::kNone) removeMonoProfileOption();
   if (!g.active.load(std::memory_order_relaxed) || g_sgen) return;  // no heaprec, or not Boehm
   if (!findApi()) return;
+  // The thread table only where its symbol has the size of 128 chain heads: the chains are
+  // followed before the layout can be checked.
   g_gcThreads = static_cast<void* const*>(dlsym(RTLD_DEFAULT, "GC_threads"));
+  Dl_info where;
+  void* entry = nullptr;  // the symbol's ElfW(Sym)
+  if (g_gcThreads && (!dladdr1(g_gcThreads, &where, &entry, RTLD_DL_SYMENT) || !entry ||
+                      static_cast<const ElfW(Sym)*>(entry)->st_size !=
+                          GcThreadLayout::kChains * sizeof(void*)))
+    g_gcThreads = nullptr;
   g_gcStackBottom = static_cast<const uint64_t*>(dlsym(RTLD_DEFAULT, "GC_stackbottom"));
   const char* options = desc ? std::strchr(desc, ':') : nullptr;
   if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;

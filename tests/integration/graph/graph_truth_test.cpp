@@ -106,8 +106,8 @@ std::map<uint32_t, std::pair<uint64_t, uint64_t>> threadStacks(const replay::Rep
 // top pthread_getattr_np gives, where glibc keeps the thread's TLS; for the main thread the
 // collector's stack bottom, above it). None was cut short at the bottom of the stack, as when the
 // copy stopped at Mono's guard pages. Returns the threads with a stack root.
-std::set<uint32_t> checkThreadStacks(const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& bounds,
-                                     const HeapGraph& g) {
+std::set<uint32_t> checkThreadStacks(
+    const std::map<uint32_t, std::pair<uint64_t, uint64_t>>& bounds, const HeapGraph& g) {
   std::set<uint32_t> threads;
   for (uint32_t n = 1; n <= g.rootCount(); ++n) {
     if (g.root(n).source != log::RootSource::kThreadStack) continue;
@@ -727,10 +727,9 @@ TEST_CASE("mono: objects held only by waiting threads' stacks are reachable from
           "[graph][mono]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/mono_stackheld.hml";
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log +
-                                              "' -- mono-boehm '" + GRAPH_MONO_TRUTH +
-                                              "' stackheld");
+  hmtest::ShellResult run =
+      hmtest::runShell(std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log +
+                       "' -- mono-boehm '" + GRAPH_MONO_TRUTH + "' stackheld");
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at;  // its "main", "worker" and "gc" lines (Mono adds others)
@@ -739,7 +738,8 @@ TEST_CASE("mono: objects held only by waiting threads' stacks are reachable from
     std::string line, k, v;
     while (std::getline(in, line)) {
       std::istringstream words(line);
-      if (words >> k >> v && (k == "main" || k == "worker" || k == "gc")) at[k] = std::stoull(v, nullptr, 0);
+      if (words >> k >> v && (k == "main" || k == "worker" || k == "gc"))
+        at[k] = std::stoull(v, nullptr, 0);
     }
   }
   REQUIRE(at.count("main"));
