@@ -834,6 +834,7 @@ struct GcThreadLayout {
 };
 void* const* g_gcThreads = nullptr;         // GC_threads
 const uint64_t* g_gcStackBottom = nullptr;  // GC_stackbottom
+const int* g_gcInCreation = nullptr;        // GC_in_thread_creation
 bool g_gcThreadsOff = false;
 
 template <class T>
@@ -872,7 +873,9 @@ bool collectorStacks(uint64_t mySp, size_t& n) {
                         static_cast<uint8_t>(RootSource::kThreadStack), {}};
       }
     }
-  if (ok && self) return true;
+  // The collecting thread is missing only while it registers (its record is being allocated):
+  // the collector then scans no stack of its (GC_push_all_stacks aborts on any other case).
+  if (ok && (self || (g_gcInCreation && *g_gcInCreation))) return true;
   n = first;
   g_gcThreadsOff = true;
   say("Mono layer: the collector's thread table does not read as Mono 6.8's; thread stacks are "
@@ -1024,6 +1027,7 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
                           GcThreadLayout::kChains * sizeof(void*)))
     g_gcThreads = nullptr;
   g_gcStackBottom = static_cast<const uint64_t*>(dlsym(RTLD_DEFAULT, "GC_stackbottom"));
+  g_gcInCreation = static_cast<const int*>(dlsym(RTLD_DEFAULT, "GC_in_thread_creation"));
   const char* options = desc ? std::strchr(desc, ':') : nullptr;
   if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;
   if (getenv("HEAPMAN_MONO_ALL_METHODS")) g_skipLeaves = false;  // instrument every method
