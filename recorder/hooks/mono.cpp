@@ -874,7 +874,8 @@ bool collectorStacks(uint64_t mySp, size_t& n) {
       }
     }
   // The collecting thread is missing only while it registers (its record is being allocated):
-  // the collector then scans no stack of its (GC_push_all_stacks aborts on any other case).
+  // the collector then scans only its own frames, no range of this thread's (GC_push_all_stacks
+  // aborts on any other case).
   if (ok && (self || (g_gcInCreation && *g_gcInCreation))) return true;
   n = first;
   g_gcThreadsOff = true;
