@@ -717,6 +717,39 @@ TEST_CASE("mono: the finalization queue holds exactly the objects awaiting their
   }
 }
 
+// The same on a bdwgc program (stack_threads_truth.c): the main thread's and a worker's objects,
+// held only by their locals while a third thread collects, are each reachable from their own
+// thread's stack root, which reaches the stack's top.
+TEST_CASE("bdwgc: objects held only by waiting threads' stacks are reachable from them",
+          "[graph][truth]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/stack_threads.hml";
+  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
+                                              "' run --ram-dumps every -o '" + log + "' -- '" +
+                                              GRAPH_STACK_THREADS_TRUTH + "'");
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  std::map<std::string, uint64_t> at = programLines(run.out);
+  REQUIRE(at.count("main"));
+  REQUIRE(at.count("worker"));
+  REQUIRE(at.count("gc"));
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(log, ro);
+  DumpStore store(r.reader());
+  auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at["gc"]));
+  CHECK(g->stats().unreachable == 0);
+  CHECK(checkThreadStacks(threadStacks(r), *g).size() == 3);  // main, worker, collector
+  uint32_t mine = g->objectAt(at["main"], false), its = g->objectAt(at["worker"], false);
+  REQUIRE(mine != kNoNode);
+  REQUIRE(its != kNoNode);
+  std::set<uint32_t> mainStacks = stacksPointingTo(*g, mine);
+  std::set<uint32_t> workerStacks = stacksPointingTo(*g, its);
+  CHECK(!mainStacks.empty());
+  CHECK(!workerStacks.empty());
+  CHECK(mainStacks != workerStacks);  // each object on its own thread's stack
+}
+
 // Objects held only by the locals of threads that wait while a third thread collects
 // (MonoTruth.exe stackheld): each is reachable from its own thread's stack root, every stack
 // root is the whole stack in use, and nothing alive is unreachable. Before the stacks were read
