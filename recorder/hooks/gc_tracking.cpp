@@ -413,7 +413,24 @@ uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp) {
     low = high - sizeof vec * page;
     pages = sizeof vec;
   }
-  if (mincore(reinterpret_cast<void*>(low), pages * page, vec) != 0) return high;
+  // Part of the range may not be mapped: the main thread's bounds span its whole reservation
+  // (RLIMIT_STACK), which the kernel maps only as the stack grows, and mincore fails (ENOMEM)
+  // on any unmapped page. The stack is the mapped part that reaches the top: the first page
+  // from which [page, high) is mapped, by binary search (a handful of calls).
+  if (mincore(reinterpret_cast<void*>(low), pages * page, vec) != 0) {
+    size_t unmapped = 0, mapped = pages;  // [low + unmapped page, high) fails, from `mapped` holds
+    while (mapped - unmapped > 1) {
+      size_t mid = unmapped + (mapped - unmapped) / 2;
+      if (mincore(reinterpret_cast<void*>(low + mid * page), (pages - mid) * page, vec) == 0)
+        mapped = mid;
+      else
+        unmapped = mid;
+    }
+    if (mapped == pages) return high;  // not even the top page
+    low += mapped * page;
+    pages -= mapped;
+    if (mincore(reinterpret_cast<void*>(low), pages * page, vec) != 0) return high;
+  }
   for (size_t i = 0; i < pages; ++i)
     if (vec[i] & 1) return low + i * page;
   return high;

@@ -71,7 +71,8 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
 // /proc/self/maps). Allocation lock held.
 bool stackOf(pthread_t t, uint64_t& low, uint64_t& high);
 // The part of [low, high) in use: from `sp` when it lies inside, else from the lowest resident
-// page (reading below it would only grow the main thread's stack mapping).
+// page of the mapped part that reaches `high` (reading below it would only grow the main
+// thread's stack mapping).
 uint64_t stackInUse(uint64_t low, uint64_t high, uint64_t sp);
 // The recorder thread index of a recording thread, else log::kRecorderThread.
 uint32_t threadIndexOf(pthread_t t);

@@ -35,6 +35,7 @@
 // class's global entry says another thread's announcement was already committed (so the
 // TypeDef's sequence number precedes every allocation that uses it).
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -808,16 +809,95 @@ void onAwaitFinalize(void* obj) {
 
 RootSetEntry* g_roots = nullptr;  // kMaxRoots + kMaxThreads + 1 entries, mmap'd once
 
+// The thread stacks as the collector scanned them. Mono's fork keeps its threads in GC_threads
+// (exported: 128 hash chains of GC_Thread_Rep, changed only under the allocation lock, which the
+// END callback holds), and its GC_push_all_stacks scans, for each thread not finished, from the
+// stack pointer the thread saved when it was suspended for this collection (stop_info.stack_ptr;
+// the collecting thread: its own) up to stack_end (GC_stackbottom for the main thread). Layout
+// read off that function in Mono 6.8's fork: next at 0, the pthread_t at 8, stack_ptr at 0x20,
+// flags (16 bits) at 0x28 (1: finished, 4: the main thread), stack_end at 0x30. Each collection
+// checks it (every thread's range inside the stack pthread_getattr_np gave it, where the thread
+// is known; the collecting thread present) and leaves it for good on any disagreement, for the
+// estimate below.
+//
+// The estimate, from the threads Mono reported (thread_started) and their pthread stacks, starts
+// each range at the lowest resident page. On mono-boehm that lost whole stacks: Mono puts a
+// 32 KiB PROT_NONE guard a page above the low end of each thread's stack, and once the page under
+// the guard is resident the range starts there and the dump's copy stops at the guard, one page
+// in; the main thread's (its 8 MiB reservation, mostly unmapped: mincore fails) was left out
+// whenever another thread collected. Objects held only from those stacks were "alive but
+// unreachable" (docs/DESIGN.md 3.7).
+struct GcThreadLayout {
+  static constexpr size_t kChains = 128, kNext = 0, kId = 8, kStackPtr = 0x20, kFlags = 0x28,
+                          kStackEnd = 0x30;
+  static constexpr uint16_t kFinished = 1, kMainThread = 4;
+};
+void* const* g_gcThreads = nullptr;         // GC_threads
+const uint64_t* g_gcStackBottom = nullptr;  // GC_stackbottom
+const int* g_gcInCreation = nullptr;        // GC_in_thread_creation
+bool g_gcThreadsOff = false;
+
+template <class T>
+T fieldOf(const void* rep, size_t offset) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(rep) + offset, sizeof v);
+  return v;
+}
+
+// Appends the collector's stack ranges to g_roots[n...]; false (nothing appended) where the
+// layout does not hold. Allocation lock held, our spinlock held (g_threads).
+bool collectorStacks(uint64_t mySp, size_t& n) {
+  using L = GcThreadLayout;
+  if (g_gcThreadsOff || !g_gcThreads || !g_gcStackBottom) return false;
+  size_t first = n;
+  bool self = false, ok = true;
+  for (size_t chain = 0; chain < L::kChains && ok; ++chain)
+    for (const void* rep = g_gcThreads[chain]; rep && ok;
+         rep = fieldOf<const void*>(rep, L::kNext)) {
+      auto flags = fieldOf<uint16_t>(rep, L::kFlags);
+      if (flags & L::kFinished) continue;
+      auto id = fieldOf<pthread_t>(rep, L::kId);
+      bool mine = pthread_equal(id, pthread_self());
+      self = self || mine;
+      uint64_t lo = mine ? mySp : fieldOf<uint64_t>(rep, L::kStackPtr);
+      uint64_t hi =
+          (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
+      ok = lo && lo < hi && hi - lo < (uint64_t{1} << 30);
+      for (int i = 0; i < g_threadCount && ok; ++i)
+        if (pthread_equal(g_threads[i].self, id) && g_threads[i].high)
+          ok = lo >= g_threads[i].low && lo < g_threads[i].high && hi > g_threads[i].low &&
+               hi <= g_threads[i].high + (uint64_t{1} << 20);  // GC_stackbottom: above argv
+      if (ok && n - first < static_cast<size_t>(kMaxThreads)) {
+        uint64_t from = lo & ~uint64_t{7};
+        g_roots[n++] = {from, hi - from, gc::threadIndexOf(id),
+                        static_cast<uint8_t>(RootSource::kThreadStack), {}};
+      }
+    }
+  // The collecting thread is missing only while it registers (its record is being allocated):
+  // the collector then scans only its own frames, no range of this thread's (GC_push_all_stacks
+  // aborts on any other case).
+  if (ok && (self || (g_gcInCreation && *g_gcInCreation))) return true;
+  n = first;
+  g_gcThreadsOff = true;
+  say("Mono layer: the collector's thread table does not read as Mono 6.8's; thread stacks are "
+      "estimated from their resident pages");
+  return false;
+}
+
 size_t collectRoots(uint64_t mySp) {
   if (!g_roots) g_roots = static_cast<RootSetEntry*>(
       gc::mapBytes((kMaxRoots + kMaxThreads + 1) * sizeof(RootSetEntry)));
   if (!g_roots) return 0;
   size_t n = 0;
   SpinLock lock;
+  // Mono's "Thread Stack" registrations (MONO_ROOT_SOURCE_STACK: the whole reservation, for
+  // profilers; the collector never scans them so) are left out: the stacks come next.
   for (int i = 0; i < g_rootCount; ++i)
-    if (g_rootRanges[i].size)
+    if (g_rootRanges[i].size &&
+        g_rootRanges[i].source != static_cast<uint8_t>(RootSource::kMonoStack))
       g_roots[n++] = {g_rootRanges[i].low, g_rootRanges[i].size, log::kRecorderThread,
                       g_rootRanges[i].source, {}};
+  if (collectorStacks(mySp, n)) return n;
   for (int i = 0; i < g_threadCount; ++i) {
     const MonoThread& t = g_threads[i];
     if (!t.high) continue;
@@ -938,6 +1018,17 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   if (g.follow == State::Follow::kNone) removeMonoProfileOption();
   if (!g.active.load(std::memory_order_relaxed) || g_sgen) return;  // no heaprec, or not Boehm
   if (!findApi()) return;
+  // The thread table only where its symbol has the size of 128 chain heads: the chains are
+  // followed before the layout can be checked.
+  g_gcThreads = static_cast<void* const*>(dlsym(RTLD_DEFAULT, "GC_threads"));
+  Dl_info where;
+  void* entry = nullptr;  // the symbol's ElfW(Sym)
+  if (g_gcThreads && (!dladdr1(g_gcThreads, &where, &entry, RTLD_DL_SYMENT) || !entry ||
+                      static_cast<const ElfW(Sym)*>(entry)->st_size !=
+                          GcThreadLayout::kChains * sizeof(void*)))
+    g_gcThreads = nullptr;
+  g_gcStackBottom = static_cast<const uint64_t*>(dlsym(RTLD_DEFAULT, "GC_stackbottom"));
+  g_gcInCreation = static_cast<const int*>(dlsym(RTLD_DEFAULT, "GC_in_thread_creation"));
   const char* options = desc ? std::strchr(desc, ':') : nullptr;
   if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;
   if (getenv("HEAPMAN_MONO_ALL_METHODS")) g_skipLeaves = false;  // instrument every method

@@ -22,6 +22,9 @@
 //                                     collection queues them for their finalizers (lines
 //                                     "payload ADDRESS", then "gc K"); the finalizers run and a
 //                                     second collection frees them: "gc2 K", "finalized N"
+//   stackheld                         a Probe[4] held only by the main thread's stack, another
+//                                     only by a worker's (blocked); a third thread collects:
+//                                     "main ADDRESS", "worker ADDRESS", "gc K"
 //
 // Build: mcs -unsafe MonoTruth.cs HeapMan.cs
 using System;
@@ -322,10 +325,41 @@ namespace Truth
             Console.WriteLine("finalized " + Thread.VolatileRead(ref Finalizable.Finalized));
         }
 
+        // Each array lives only in a local of its thread's frame, while that thread waits: neither
+        // thread is the one that collects.
+        [MethodImpl(MethodImplOptions.NoInlining)]
+        static void StackHeld()
+        {
+            var mine = new Probe[4];
+            Console.WriteLine("main 0x" + AddressOf(mine).ToString("x"));
+            var started = new ManualResetEvent(false);
+            var go = new ManualResetEvent(false);
+            var worker = new Thread(() =>
+            {
+                var its = new Probe[4];
+                Console.WriteLine("worker 0x" + AddressOf(its).ToString("x"));
+                started.Set();
+                go.WaitOne();
+                GC.KeepAlive(its);
+            });
+            worker.Start();
+            started.WaitOne();
+            var collector = new Thread(() => GC.Collect());
+            collector.Start();
+            collector.Join();
+            Console.WriteLine("gc " + GC.CollectionCount(0));
+            go.Set();
+            worker.Join();
+            GC.KeepAlive(mine);
+        }
+
         static void Main(string[] args)
         {
             switch (args[0])
             {
+                case "stackheld":
+                    StackHeld();
+                    break;
                 case "finalize":
                     FinalizeQueue(int.Parse(args[1]));
                     break;
