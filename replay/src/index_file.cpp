@@ -303,6 +303,8 @@ std::vector<uint8_t> writeTables(const LogTables& t) {
     o.var(x.index);
     o.var(x.osTid);
     o.str(x.name);
+    o.var(x.stackLow);
+    o.var(x.stackHigh);
   }
   o.var(t.jitRanges.size());
   for (const JitRange& j : t.jitRanges) {
@@ -411,6 +413,8 @@ LogTables readTables(std::span<const uint8_t> raw) {
     x.index = in.var32();
     x.osTid = in.var32();
     x.name = in.str();
+    x.stackLow = in.var();
+    x.stackHigh = in.var();
   }
   t.jitRanges.resize(in.count());
   for (JitRange& j : t.jitRanges) {

@@ -243,6 +243,7 @@ TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[rep
   o.indexShare = 0;
   o.notes = nullptr;
   RefState atGc10;
+  std::vector<ThreadStart> threads;
   {
     Replay r(log, o);
     CHECK(r.index().built);
@@ -250,12 +251,25 @@ TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[rep
     CHECK(r.index().checkpoints > 3);
     r.seek(r.resolve("gc:10"));
     atGc10 = engineState(r);
+    threads = r.tables().threads;
   }
   REQUIRE(fs::exists(log + ".hmx"));
+  REQUIRE(threads.size() == 2);
+  CHECK(threads[1].stackLow == 0x7f0000001000);
+  CHECK(threads[1].stackHigh == 0x7f0000101000);
   {
     Replay r(log, o);
     CHECK_FALSE(r.index().built);
     CHECK(r.tables().gcs.size() == 20);
+    // The threads as the index holds them: the stack bounds too (index version 5).
+    REQUIRE(r.tables().threads.size() == threads.size());
+    for (size_t i = 0; i < threads.size(); ++i) {
+      const ThreadStart& t = r.tables().threads[i];
+      CHECK(t.index == threads[i].index);
+      CHECK(t.name == threads[i].name);
+      CHECK(t.stackLow == threads[i].stackLow);
+      CHECK(t.stackHigh == threads[i].stackHigh);
+    }
     r.seek(r.resolve("gc:10"));
     CHECK(engineState(r) == atGc10);
     CHECK(r.stats().eventsApplied < r.tables().eventCount);  // started from a checkpoint

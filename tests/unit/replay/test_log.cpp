@@ -11,8 +11,8 @@ std::vector<uint8_t> makeWorkload(uint32_t seed, uint32_t gcs, uint32_t allocsPe
   std::mt19937_64 rng(seed);
   auto pick = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
 
-  b.put(ThreadStart{b.next(), 0, 100, "main", 0, 0});
-  b.put(ThreadStart{b.next(1), 1, 101, "worker", 0, 0});
+  b.put(ThreadStart{b.next(), 0, 100, "main", 0x7ffc00000000, 0x7ffc00800000});
+  b.put(ThreadStart{b.next(1), 1, 101, "worker", 0x7f0000001000, 0x7f0000101000});
   b.put(ModuleLoad{b.next(kRecorderThread), "/bin/game", 0x400000, 0x10000, {1, 2, 3}, {{0, 0x10000, 5}}});
   b.put(LogString{1, "level_start"});
   b.put(LogString{2, "level_end"});
