@@ -107,7 +107,7 @@ class AddressMap {
   size_t memoryBytes() const {
     return starts_.size() * sizeof(Starts) + base_.size() * 4 + cold_.size() * sizeof(Cold) +
            regions_.size() * kRegionPages * 4 +
-           lengths_.capacity() * 4;
+           lengthCount_ * 4;
   }
 
  private:
@@ -153,7 +153,8 @@ class AddressMap {
   std::vector<Region> regions_;
   mutable uint64_t lastRegion_ = UINT64_MAX;
   mutable size_t lastRegionIndex_ = 0;
-  std::vector<uint32_t> lengths_;  // clamped to 4 GiB - 1
+  std::unique_ptr<uint32_t[]> lengths_;  // clamped to 4 GiB - 1 (every one written: no zero fill)
+  size_t lengthCount_ = 0;
 };
 
 template <class Address, class Length>
@@ -163,7 +164,8 @@ void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
   cold_.clear();
   regions_.clear();
   lastRegion_ = UINT64_MAX;
-  lengths_.resize(n);
+  lengths_.reset(new uint32_t[n]);
+  lengthCount_ = n;
   if (n == 0) {
     low_ = 1, span_ = 0;
     return;
@@ -180,6 +182,18 @@ void AddressMap::build(uint32_t n, Address&& address, Length&& length) {
   for (uint32_t i = 0; i < n; ++i) {
     uint64_t a = address(i), len = length(i);
     lengths_[i] = static_cast<uint32_t>(std::min<uint64_t>(len, UINT32_MAX));
+    if (len - 1 < 512 && (a >> 9) == ((a + len - 1) >> 9)) {
+      // Most objects: within one 64-granule word of one page, no loop.
+      if ((a & ~uint64_t{4095}) != lastPage)
+        k = touch(a & ~uint64_t{4095}), lastPage = a & ~uint64_t{4095};
+      uint32_t g = static_cast<uint32_t>((a & 4095) >> 3), w = g >> 6, bit = g & 63;
+      if (base_[8 * k] == kNone) base_[8 * k] = i;
+      starts_[k].bits[w] |= uint64_t{1} << bit;
+      uint64_t whole = len >> 3;  // granules wholly inside (a is granule-aligned)
+      if (whole)
+        cold_[k].cover[w] |= (whole == 64 ? ~uint64_t{0} : ((uint64_t{1} << whole) - 1)) << bit;
+      continue;
+    }
     uint64_t end = a + std::max<uint64_t>(len, 1);
     // Granules [g0, g1) (of the address space) lie wholly inside the object.
     uint64_t g0 = (a + 7) >> 3, g1 = (a + len) >> 3;
