@@ -717,6 +717,36 @@ TEST_CASE("mono: the finalization queue holds exactly the objects awaiting their
   }
 }
 
+namespace {
+
+// The two "held only by waiting threads' stacks" cases: at the program's "gc" line's collection
+// nothing alive is unreachable, at least `stacks` thread-stack roots each cover their thread's
+// stack in use, and the "main" and "worker" objects are each reachable from their own thread's
+// stack root, not the other's.
+void checkHeldByOwnStacks(const std::string& log, std::map<std::string, uint64_t> at,
+                          size_t stacks) {
+  REQUIRE(at.count("main"));
+  REQUIRE(at.count("worker"));
+  REQUIRE(at.count("gc"));
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  replay::Replay r(log, ro);
+  DumpStore store(r.reader());
+  auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at["gc"]));
+  CHECK(g->stats().unreachable == 0);
+  CHECK(checkThreadStacks(threadStacks(r), *g).size() >= stacks);
+  uint32_t mine = g->objectAt(at["main"], false), its = g->objectAt(at["worker"], false);
+  REQUIRE(mine != kNoNode);
+  REQUIRE(its != kNoNode);
+  std::set<uint32_t> mainStacks = stacksPointingTo(*g, mine);
+  std::set<uint32_t> workerStacks = stacksPointingTo(*g, its);
+  CHECK(!mainStacks.empty());
+  CHECK(!workerStacks.empty());
+  CHECK(mainStacks != workerStacks);  // each object on its own thread's stack
+}
+
+}  // namespace
+
 // The same on a bdwgc program (stack_threads_truth.c): the main thread's and a worker's objects,
 // held only by their locals while a third thread collects, are each reachable from their own
 // thread's stack root, which reaches the stack's top.
@@ -730,24 +760,7 @@ TEST_CASE("bdwgc: objects held only by waiting threads' stacks are reachable fro
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at = programLines(run.out);
-  REQUIRE(at.count("main"));
-  REQUIRE(at.count("worker"));
-  REQUIRE(at.count("gc"));
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
-  auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at["gc"]));
-  CHECK(g->stats().unreachable == 0);
-  CHECK(checkThreadStacks(threadStacks(r), *g).size() == 3);  // main, worker, collector
-  uint32_t mine = g->objectAt(at["main"], false), its = g->objectAt(at["worker"], false);
-  REQUIRE(mine != kNoNode);
-  REQUIRE(its != kNoNode);
-  std::set<uint32_t> mainStacks = stacksPointingTo(*g, mine);
-  std::set<uint32_t> workerStacks = stacksPointingTo(*g, its);
-  CHECK(!mainStacks.empty());
-  CHECK(!workerStacks.empty());
-  CHECK(mainStacks != workerStacks);  // each object on its own thread's stack
+  checkHeldByOwnStacks(log, at, 3);  // main, worker, collector
 }
 
 // Objects held only by the locals of threads that wait while a third thread collects
@@ -775,24 +788,7 @@ TEST_CASE("mono: objects held only by waiting threads' stacks are reachable from
         at[k] = std::stoull(v, nullptr, 0);
     }
   }
-  REQUIRE(at.count("main"));
-  REQUIRE(at.count("worker"));
-  REQUIRE(at.count("gc"));
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
-  auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at["gc"]));
-  CHECK(g->stats().unreachable == 0);
-  CHECK(checkThreadStacks(threadStacks(r), *g).size() >= 4);  // main, worker, collector, finalizer
-  uint32_t mine = g->objectAt(at["main"], false), its = g->objectAt(at["worker"], false);
-  REQUIRE(mine != kNoNode);
-  REQUIRE(its != kNoNode);
-  std::set<uint32_t> mainStacks = stacksPointingTo(*g, mine);
-  std::set<uint32_t> workerStacks = stacksPointingTo(*g, its);
-  CHECK(!mainStacks.empty());
-  CHECK(!workerStacks.empty());
-  CHECK(mainStacks != workerStacks);  // each array on its own thread's stack
+  checkHeldByOwnStacks(log, at, 4);  // main, worker, collector, finalizer
 }
 
 // Under threads (finalize_threads.c: 4 workers register finalizers and drop objects while a
