@@ -108,7 +108,9 @@ __attribute__((noinline)) long playLevel(int level, int frames) {
 }
 
 void* audioThread(void*) {
-  void* ring[16] = {};
+  // volatile: the ring is only written, and without it the compiler drops the array (-O2 kept
+  // the newest buffer in a register only), so the buffers would not be held as the game means.
+  void* volatile ring[16] = {};
   for (unsigned i = 0; gRunning.load(std::memory_order_relaxed); ++i) {
     ring[i % 16] = GC_malloc_atomic(2048);  // a mixed sound buffer; the oldest one dies
     std::memset(ring[i % 16], static_cast<int>(i), 2048);
