@@ -29,6 +29,18 @@ using namespace heapman::graph;
 
 namespace {
 
+// A recorded log opened for its graphs: the replay (no notes on stderr) and its dump store.
+struct DumpedLog {
+  explicit DumpedLog(const std::string& path) : r(path, quiet()), store(r.reader()) {}
+  static replay::ReplayOptions quiet() {
+    replay::ReplayOptions o;
+    o.notes = nullptr;
+    return o;
+  }
+  replay::Replay r;
+  DumpStore store;
+};
+
 struct Truth {
   uint32_t gc = 0;
   std::map<std::string, uint64_t> at;  // name -> address
@@ -130,10 +142,8 @@ TEST_CASE("heap graph of a recorded bdwgc program holds exactly its pointers", "
   const Truth& t = truth();
   REQUIRE(t.gc > 0);
   REQUIRE(t.at.size() == 5 + 7 + 3 + 5);
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(t.log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(t.log);
+  auto& [r, store] = opened;
   auto g = HeapGraph::atGc(r, store, t.gc);
   const GraphStats& s = g->stats();
   INFO("objects " << s.objects << " edges " << s.edges << " untracked " << s.untracked
@@ -200,10 +210,8 @@ TEST_CASE("heap graph of a recorded bdwgc program holds exactly its pointers", "
 
 TEST_CASE("dominators of a recorded program equal the brute-force reference", "[graph][truth]") {
   const Truth& t = truth();
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(t.log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(t.log);
+  auto& [r, store] = opened;
   auto g = HeapGraph::atGc(r, store, t.gc);
   std::vector<uint64_t> sizes(g->nodeCount());
   for (uint32_t n = g->firstObject(); n < g->nodeCount(); ++n) sizes[n] = g->size(n);
@@ -377,10 +385,8 @@ TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph
   REQUIRE(at0 != std::string::npos);
   CHECK(std::stoul(out.substr(at0 + 23)) == 0);
   {
-    replay::ReplayOptions ro;
-    ro.notes = nullptr;
-    replay::Replay r(log, ro);
-    DumpStore store(r.reader());
+    DumpedLog opened(log);
+    auto& [r, store] = opened;
     std::vector<uint32_t> gcs = store.dumpedGcs();
     CHECK(gcs.size() == 4);  // one after each level
     auto bounds = threadStacks(r);
@@ -524,10 +530,8 @@ TEST_CASE("roots that only the program's mark and push procedures know are in th
     }
   }
   REQUIRE(at.size() == 6);
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
   auto g = HeapGraph::atGc(r, store, gc);
   CHECK(g->stats().unreachable == 0);
   std::vector<bool> seen = g->reachable();
@@ -619,10 +623,8 @@ TEST_CASE("the finalization queue is a root that holds exactly the queued object
   CHECK(at.at("mine") == 1);
   CHECK(at.at("finalized") == 3);
 
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
   {  // collection 1: a and d queued; b, c held by a, e by d; dd, d's finalizer's client data
     auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at.at("gc1")));
     CHECK(g->stats().unreachable == 0);
@@ -695,10 +697,8 @@ TEST_CASE("mono: the finalization queue holds exactly the objects awaiting their
   }
   REQUIRE(payloads.size() == 50);
   CHECK(run.out.find("finalized 50") != std::string::npos);
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
   {
     auto g = HeapGraph::atGc(r, store, gc);
     CHECK(g->stats().unreachable == 0);
@@ -728,10 +728,8 @@ void checkHeldByOwnStacks(const std::string& log, std::map<std::string, uint64_t
   REQUIRE(at.count("main"));
   REQUIRE(at.count("worker"));
   REQUIRE(at.count("gc"));
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
   auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at["gc"]));
   CHECK(g->stats().unreachable == 0);
   CHECK(checkThreadStacks(threadStacks(r), *g).size() >= stacks);
@@ -809,10 +807,8 @@ TEST_CASE("the finalization queue under threads lists only objects the collector
   CHECK(at.at("registered") == 160000);
   // (a few of the last objects may stay alive through a stale register of the main thread)
   CHECK(at.at("finalized") + 8 >= at.at("registered"));
-  replay::ReplayOptions ro;
-  ro.notes = nullptr;
-  replay::Replay r(log, ro);
-  DumpStore store(r.reader());
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
   size_t withQueue = 0, listed = 0;
   for (uint32_t gc : store.dumpedGcs()) {
     auto g = HeapGraph::atGc(r, store, gc);
