@@ -85,9 +85,7 @@ class AddressMap {
   __attribute__((always_inline)) void prefetch(uint64_t p) const {
     if (p - low_ >= span_) return;
     uint32_t k = pageIndex(p);
-    if (k == kNone) return;
-    __builtin_prefetch(&starts_[k]);
-    __builtin_prefetch(&base_[8 * k]);
+    if (k != kNone) prefetchPage(k);
   }
   // As prefetch(), without a branch (for a word that may be anything), when the objects lie in
   // one 1 GiB region (oneRegion()): an address outside them loads the first page's bitmap.
@@ -97,9 +95,7 @@ class AddressMap {
     uint64_t off = p - low_;
     off = off < span_ ? off : 0;
     uint32_t s = regions_[0].slots[((low_ + off) >> 12) & (kRegionPages - 1)];
-    uint32_t k = s ? s - 1 : 0;
-    __builtin_prefetch(&starts_[k]);
-    __builtin_prefetch(&base_[8 * k]);
+    prefetchPage(s ? s - 1 : 0);
   }
   // Whether p falls in a page that holds part of an object (for "hits in no object").
   bool inObjectPage(uint64_t p) const { return p - low_ < span_ && pageIndex(p) != kNone; }
@@ -126,6 +122,11 @@ class AddressMap {
     std::unique_ptr<uint32_t[]> slots;  // page index + 1, 0: no page
   };
 
+  // What a lookup in page k reads first.
+  __attribute__((always_inline)) void prefetchPage(uint32_t k) const {
+    __builtin_prefetch(&starts_[k]);
+    __builtin_prefetch(&base_[8 * k]);
+  }
   // The page's index in the arrays, or kNone.
   __attribute__((always_inline)) uint32_t pageIndex(uint64_t p) const {
     uint64_t r = p >> kRegionShift;
