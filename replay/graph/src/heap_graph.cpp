@@ -25,9 +25,7 @@ HeapGraph::HeapGraph(Dump dump, std::vector<uint32_t> objectInfo, std::vector<ui
   if (n + roots_.size() + 1 >= kNoNode) throw GraphError("more than 2^32 - 2 nodes");
   auto t0 = std::chrono::steady_clock::now();
   HEAPMAN_PHASE_START;
-  map_.build(
-      static_cast<uint32_t>(n), [&](uint32_t i) { return dump_.objects[i].address; },
-      [&](uint32_t i) { return dump_.objects[i].length; });
+  map_.build(dump_.objects.data(), static_cast<uint32_t>(n));
   HEAPMAN_PHASE("map");
   scan();
   HEAPMAN_PHASE("scan");
@@ -99,15 +97,14 @@ void HeapGraph::scan() {
   offsets_[1] = static_cast<uint32_t>(o - out.data);
 
   uint64_t misses = 0, scanned = 0, skipped = 0, bytes = 0;
-  // Look-ahead, on a heap whose start bitmaps outgrow the caches (past 2 MiB of them: a 128 MiB
+  // Look-ahead, on a heap whose page entries outgrow the caches (past 4 MiB of them: a 128 MiB
   // heap; on smaller ones the extra instructions cost more than the misses they hide): the bytes
   // of the object kBytesAhead ahead are prefetched (logs recorded before the writer sorted its
   // runs hold them out of the scan's order), and kLookupsAhead ahead, its bytes arrived, the
-  // start bitmaps its first words point into, since a pointer to anywhere in a big heap is a
+  // page entries its first words point into, since a pointer to anywhere in a big heap is a
   // cache miss the lookup would otherwise wait for.
-  constexpr uint32_t kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 8;
-  const bool lookAhead = map_.bitmapBytes() > (size_t{2} << 20);
-  const bool oneRegion = map_.oneRegion();
+    constexpr uint32_t kSegmentsAhead = 48, kBytesAhead = 24, kLookupsAhead = 12, kWordsAhead = 8;
+  const bool lookAhead = map_.tableBytes() > (size_t{4} << 20);
   const uint8_t* dumpEnd = dump_.bytes.data() + dump_.bytes.size();
   // The aligned words of [p, p + len) (the collector scans aligned words only) into o.
   auto words = [&]<bool kInterior>(const uint8_t* p, uint64_t len, uint64_t address) {
@@ -179,22 +176,15 @@ void HeapGraph::scan() {
   };
   const bool layouts = !options_.objectLayout.empty();
   for (uint32_t i = 0; i < n; ++i) {
-    if (lookAhead && i + kBytesAhead < n)
+    if (lookAhead && i + kBytesAhead < n) {
+      __builtin_prefetch(dump_.objects.data() + i + kSegmentsAhead);  // read kBytesAhead on
       __builtin_prefetch(dump_.data(dump_.objects[i + kBytesAhead]));
+    }
     if (lookAhead && i + kLookupsAhead < n) {
-      const DumpSegment& a = dump_.objects[i + kLookupsAhead];
-      const uint8_t* b = dump_.data(a);
-      // Two loops, not one that picks the prefetch per word: one loop was 6-10% slower at 10 M
-      // objects (measured 2026-11-25).
-      if (oneRegion && b + 8 * kWordsAhead <= dumpEnd) {
-        // The same words whatever the object's length or kind: no branch to mispredict.
+      const uint8_t* b = dump_.data(dump_.objects[i + kLookupsAhead]);
+      // The same words whatever the object's length or kind: no branch to mispredict.
+      if (b + 8 * kWordsAhead <= dumpEnd) {
         for (uint64_t k = 0; k < kWordsAhead; ++k) {
-          uint64_t v;
-          std::memcpy(&v, b + 8 * k, 8);
-          map_.prefetchInOneRegion(v);
-        }
-      } else if (flags_[i + kLookupsAhead] & kScan) {
-        for (uint64_t k = 0; k < kWordsAhead && 8 * k + 8 <= a.length; ++k) {
           uint64_t v;
           std::memcpy(&v, b + 8 * k, 8);
           map_.prefetch(v);

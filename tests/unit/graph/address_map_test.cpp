@@ -47,9 +47,7 @@ TEST_CASE("address map finds the object containing an address as a linear search
       }
     }
     AddressMap m;
-    m.build(
-        static_cast<uint32_t>(objs.size()), [&](uint32_t i) { return objs[i].address; },
-        [&](uint32_t i) { return objs[i].length; });
+    m.build(objs.data(), static_cast<uint32_t>(objs.size()));
     std::vector<uint64_t> probes;
     for (const Obj& o : objs)
       for (int64_t d : {-8, -1, 0, 1, 7, 8}) {
@@ -72,7 +70,7 @@ TEST_CASE("address map finds the object containing an address as a linear search
 
 TEST_CASE("an empty address map finds nothing", "[graph]") {
   AddressMap m;
-  m.build(0, [](uint32_t) { return uint64_t{0}; }, [](uint32_t) { return uint64_t{0}; });
+  m.build(static_cast<const Obj*>(nullptr), 0);
   REQUIRE(m.find(0x1000, true) == AddressMap::kNone);
   REQUIRE_FALSE(m.inObjectPage(0x1000));
 }
@@ -91,9 +89,7 @@ TEST_CASE("address map: lengths that end inside a granule, and lookup's miss aga
       a = (a + len + 7) / 8 * 8 + (rng() % 4 == 0 ? 8 * (rng() % 600) : 0);
     }
     AddressMap m;
-    m.build(
-        static_cast<uint32_t>(objs.size()), [&](uint32_t i) { return objs[i].address; },
-        [&](uint32_t i) { return objs[i].length; });
+    m.build(objs.data(), static_cast<uint32_t>(objs.size()));
     std::vector<uint64_t> probes;
     for (const Obj& o : objs)
       for (uint64_t d = 0; d < 16; ++d) probes.push_back(o.address + o.length - 8 + d);

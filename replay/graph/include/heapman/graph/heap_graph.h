@@ -15,7 +15,7 @@
 // node's edges are complete when the scan moves to the next node).
 //
 // Memory beside the dump (Dump::memoryBytes): per object 4 bytes (AllocInfo id), 1 (flags),
-// 4 (CSR offset), 4 (length in the AddressMap) and its page entries; 4 bytes per edge.
+// 4 (CSR offset) and its page entries in the AddressMap; 4 bytes per edge.
 #pragma once
 
 #include <cstdint>
