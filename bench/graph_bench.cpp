@@ -12,6 +12,7 @@
 //   --local                         7 in 8 pointers to one of the 4096 objects around the
 //                                   pointing word (locality as in a real heap), else anywhere.
 // One thread; times are its CPU time. Prints one line of key=value pairs per run (best of --runs N, default 3).
+#include <sys/resource.h>
 #include <time.h>
 
 #include <chrono>
@@ -110,7 +111,8 @@ int benchLog(const char* path, uint32_t gc) {
   double t3 = now();
   // The scan alone in CPU time (the graph's own scanSeconds is wall time, which the other
   // processes on a shared machine inflate): the same dump and tables built into a second graph.
-  double scanCpu = 0;
+  double scanCpu = 0, scanSys = 0;
+  long scanFaults = 0;
   {
     Dump copy = g->dump();
     std::vector<uint32_t> info;
@@ -121,10 +123,18 @@ int benchLog(const char* path, uint32_t gc) {
     }
     std::vector<RootNode> roots;
     for (uint32_t n = 1; n <= g->rootCount(); ++n) roots.push_back(g->root(n));
+    rusage r0{};
+    getrusage(RUSAGE_THREAD, &r0);
     double s0 = now();
     HeapGraph again(std::move(copy), std::move(info), std::move(flags), std::move(roots),
                     g->options());
     scanCpu = now() - s0;
+    // Of that CPU time, the kernel's (first touch of the graph's new arrays) and its page faults.
+    rusage r1{};
+    getrusage(RUSAGE_THREAD, &r1);
+    scanSys = static_cast<double>(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+              static_cast<double>(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+    scanFaults = r1.ru_minflt - r0.ru_minflt;
     if (again.stats().edges != g->stats().edges) std::fprintf(stderr, "rebuilt graph differs\n");
   }
   std::vector<uint64_t> sizes(g->nodeCount());
@@ -138,10 +148,12 @@ int benchLog(const char* path, uint32_t gc) {
                 static_cast<unsigned long long>(g->address(n)),
                 static_cast<unsigned long long>(g->size(n)), g->out(n).size());
   std::printf("mode=log objects=%llu edges=%llu dump_bytes=%llu load_s=%.3f build_s=%.3f "
-              "scan_s=%.3f scan_cpu_s=%.3f scan_objects_per_s=%.1fM dominators_s=%.3f unreachable=%llu "
+              "scan_s=%.3f scan_cpu_s=%.3f scan_sys_s=%.3f scan_page_faults=%ld "
+              "scan_objects_per_s=%.1fM dominators_s=%.3f unreachable=%llu "
               "graph_bytes_per_object=%.1f reachable=%u indexed_copies=%d bytes_out_of_order=%llu\n",
               static_cast<unsigned long long>(s.objects), static_cast<unsigned long long>(s.edges),
               static_cast<unsigned long long>(dumpBytes), t1 - t0, t3 - t2, s.scanSeconds, scanCpu,
+              scanSys, scanFaults,
               static_cast<double>(s.objects) / scanCpu / 1e6, t5 - t4,
               static_cast<unsigned long long>(s.unreachable),
               static_cast<double>(s.graphBytes - s.edges * 4) / static_cast<double>(s.objects),
