@@ -132,6 +132,27 @@ void collectionEnded() {
           nullptr, 0);
 }
 
+namespace {
+// knownThreadStack's table: a ring of entries, each guarded like a seqlock by its thread field
+// (0 while being written).
+struct KnownStack {
+  std::atomic<uint64_t> thread{0};
+  std::atomic<uint64_t> low{0}, high{0};
+};
+constexpr uint32_t kKnownStacks = 4096;
+KnownStack g_knownStacks[kKnownStacks];
+std::atomic<uint32_t> g_knownCount{0};
+
+void noteThreadStack(pthread_t thread, uint64_t low, uint64_t high) {
+  KnownStack& k = g_knownStacks[g_knownCount.fetch_add(1, std::memory_order_relaxed) % kKnownStacks];
+  k.thread.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  k.low.store(low, std::memory_order_relaxed);
+  k.high.store(high, std::memory_order_relaxed);
+  k.thread.store(static_cast<uint64_t>(thread), std::memory_order_release);
+}
+}  // namespace
+
 Ring* newThreadRing() {
   if (t_ring) return t_ring;
   if (t_noRing || !g.active.load(std::memory_order_acquire)) return nullptr;
@@ -144,7 +165,7 @@ Ring* newThreadRing() {
   // Stack bounds, for the frame-pointer walk and the log. pthread_getattr_np allocates (through
   // the real malloc: the guard is set).
   uint64_t low = 0, high = 0;
-  threadStackBounds(pthread_self(), low, high);
+  if (threadStackBounds(pthread_self(), low, high)) noteThreadStack(pthread_self(), low, high);
   t_stackHigh = high;
   r->thread = pthread_self();
   r->stackLow = low;
@@ -703,6 +724,22 @@ done:
   }
   g.unwindFallbacks.fetch_add(1, std::memory_order_relaxed);
   return dwarfStack(out, max);
+}
+
+bool knownThreadStack(pthread_t thread, uint64_t& low, uint64_t& high) {
+  uint32_t n = g_knownCount.load(std::memory_order_acquire);
+  for (uint32_t i = n; i-- > (n > kKnownStacks ? n - kKnownStacks : 0);) {
+    const KnownStack& k = g_knownStacks[i % kKnownStacks];
+    if (k.thread.load(std::memory_order_acquire) != static_cast<uint64_t>(thread)) continue;
+    uint64_t l = k.low.load(std::memory_order_relaxed), h = k.high.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (k.thread.load(std::memory_order_relaxed) != static_cast<uint64_t>(thread) || h <= l)
+      continue;  // rewritten meanwhile
+    low = l;
+    high = h;
+    return true;
+  }
+  return false;
 }
 
 bool threadStackBounds(pthread_t thread, uint64_t& low, uint64_t& high) {

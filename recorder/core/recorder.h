@@ -326,6 +326,12 @@ RawEvent* beginWithManagedStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extr
 // A thread's stack [low, high) from pthread_getattr_np (which allocates, and for the main thread
 // reads /proc/self/maps: not for the hot path). False when it cannot tell.
 bool threadStackBounds(pthread_t thread, uint64_t& low, uint64_t& high);
+// The bounds each recording thread found as it registered (newThreadRing), for threads other
+// than the caller: read without a lock or an allocation (safe while a collector has the world
+// stopped). False if the thread never registered or its entry was overwritten (after 4 096 newer
+// threads). A pthread_t reused by a later thread names the same stack block (glibc keeps the
+// descriptor at its top); the newest entry wins.
+bool knownThreadStack(pthread_t thread, uint64_t& low, uint64_t& high);
 
 // Removes from the environment variable `name` the items (separated by any of `separators`) for
 // which drop(item, length, context) is true, joining the rest with `joiner`; unsets it if none

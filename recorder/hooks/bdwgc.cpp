@@ -27,8 +27,10 @@
 // Collection events: the program's own GC_set_on_collection_event / GC_set_on_thread_event /
 // GC_register_has_static_roots_callback callbacks are kept and chained, never replaced. While the
 // world is stopped (thread and static-root callbacks) only static arrays are written: no lock, no
-// allocation. Everything else happens at RECLAIM_END: the mark-bit snapshot, the root set, the
-// RAM dump (memcpy into one mmap'd block; the writer thread hashes and compresses it later).
+// allocation; at PRE_START_WORLD of a dumped collection the thread stacks are copied (system
+// calls only: mincore, process_vm_readv, mmap). Everything else happens at RECLAIM_END: the
+// mark-bit snapshot, the root set, the RAM dump (memcpy into one mmap'd block; the writer thread
+// hashes and compresses it later).
 //
 // The finalization queue (finalize_queue.h): the recorder's await-finalize proc notes each object
 // GC_finalize queues; GC_invoke_finalizers is interposed to know when they left. The program's
@@ -348,6 +350,7 @@ void emitGcBegin() {
   g_suspendedCount.store(0, std::memory_order_relaxed);
   g_markedCount.store(0, std::memory_order_relaxed);
   g_pushedCount.store(0, std::memory_order_relaxed);
+  gc::beginStoppedStacks();
   if (g_awaitInstalled) gc::startFinalizeQueue(g_gcNumber);
   Ring* r = threadRing();
   if (!r) return;
@@ -383,7 +386,8 @@ size_t collectRoots(uint64_t mySp) {
   int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
   for (int i = 0; i < nt; ++i)
     if (gc::stackOf(g_suspended[i], low, high)) {
-      uint64_t from = gc::stackInUse(low, high, 0);
+      uint64_t from = gc::stoppedStackLow(high);  // the range copied while the world was stopped
+      if (!from) from = gc::stackInUse(low, high, 0);
       add(from, high - from, log::RootSource::kThreadStack, gc::threadIndexOf(g_suspended[i]));
     }
   size_t pushed = std::min(g_pushedCount.load(std::memory_order_relaxed), kMaxPushed);
@@ -393,11 +397,32 @@ size_t collectRoots(uint64_t mySp) {
   add(reinterpret_cast<uint64_t>(g_marked), marked * sizeof(uint64_t),
       log::RootSource::kMarkProcedure);
   if (gc::stackOf(pthread_self(), low, high)) {
-    uint64_t from = gc::stackInUse(low, high, mySp);
+    uint64_t from = gc::stoppedStackLow(high);
+    if (!from) from = gc::stackInUse(low, high, mySp);
     Ring* own = threadRing();
     add(from, high - from, log::RootSource::kThreadStack, own ? own->index : log::kRecorderThread);
   }
   return n;
+}
+
+// World stopped, marking done (GC_EVENT_PRE_START_WORLD; the last stop of the collection wins):
+// the stacks of the threads it suspended, and the collecting thread's own, for a
+// collection that will be dumped, copied before they resume and before the collector's later
+// calls overwrite its own stale words (gc_tracking.h). A thread whose bounds are not known
+// without an allocation (one that never registered with the recorder) is copied at RECLAIM_END,
+// after the restart.
+void copyStacksWhileStopped() {
+  if (!gc::dumpPlanned(g_gcNumber)) return;
+  gc::beginStoppedStacks();
+  uint64_t low, high;
+  int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
+  for (int i = 0; i < nt; ++i)
+    if (gc::cachedStackOf(g_suspended[i], low, high))
+      gc::copyStoppedStack(gc::stackInUse(low, high, 0), high);
+  // Its own from the lowest mapped page, not from here: the collector scanned it from deeper down,
+  // in its marking frames, which have returned by now but whose words are still there.
+  if (gc::cachedStackOf(pthread_self(), low, high))
+    gc::copyStoppedStack(gc::stackInUse(low, high, 0), high);
 }
 
 void onReclaimEnd() {
@@ -440,12 +465,13 @@ void GC_CALLBACK onCollectionEvent(GC_EventType event) {
         collectionStarted();
         emitGcBegin();
         break;
+      case GC_EVENT_PRE_START_WORLD: copyStacksWhileStopped(); break;
       case GC_EVENT_RECLAIM_END: onReclaimEnd(); break;
       case GC_EVENT_END:
         emitGcEnd();
         collectionEnded();
         break;
-      default: break;  // MARK_END and the stop-world events: the world is stopped, do nothing
+      default: break;  // MARK_END and the other stop-world events: nothing to do
     }
     t_inCallback = was;
   }

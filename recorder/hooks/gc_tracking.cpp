@@ -233,6 +233,32 @@ constexpr int kMaxStacks = 1024;
 StackInfo g_stacks[kMaxStacks];
 int g_stackCount = 0;
 
+// Stacks copied while the world was stopped: their ranges, and their bytes in one mmap'd block
+// kept from one dump to the next (grown with mremap).
+struct StoppedStack {
+  uint64_t low, size, offset;  // offset of the bytes in g_stoppedBlock
+};
+constexpr int kMaxStoppedStacks = 1024;
+StoppedStack g_stopped[kMaxStoppedStacks];
+int g_stoppedCount = 0;
+uint8_t* g_stoppedBlock = nullptr;
+size_t g_stoppedLength = 0, g_stoppedUsed = 0;
+
+const StoppedStack* findStopped(uint64_t high) {
+  for (int i = 0; i < g_stoppedCount; ++i)
+    if (g_stopped[i].low + g_stopped[i].size == high) return &g_stopped[i];
+  return nullptr;
+}
+
+// [low, low + size) of this process into `to`: through the kernel, which reports a fault instead
+// of raising one (a root may be unregistered late, a stack unmapped). The bytes copied, or 0.
+size_t copyOwnMemory(uint8_t* to, uint64_t low, uint64_t size) {
+  iovec local{to, static_cast<size_t>(size)};
+  iovec remote{reinterpret_cast<void*>(low), static_cast<size_t>(size)};
+  ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  return got > 0 ? static_cast<size_t>(got) : 0;
+}
+
 // RAM dump policy (HEAPMAN_RAM_DUMPS): off, every, every:N, event:NAME.
 enum class DumpPolicy : uint8_t { kOff, kEvery, kEveryNth, kAtEvent };
 DumpPolicy g_dumpPolicy = DumpPolicy::kOff;
@@ -240,7 +266,10 @@ uint32_t g_dumpEvery = 1;
 char g_dumpEvent[256] = {};
 std::atomic<bool> g_dumpRequested{false};
 
-void afterForkChild() { g_stackCount = 0; }
+void afterForkChild() {
+  g_stackCount = 0;
+  g_stoppedCount = 0;  // the parent's stacks (one of them at the same address as the child's)
+}
 
 }  // namespace
 
@@ -307,6 +336,45 @@ bool dumpThisGc(uint32_t gc) {
   return false;
 }
 
+bool dumpPlanned(uint32_t gc) {
+  switch (g_dumpPolicy) {
+    case DumpPolicy::kOff: return false;
+    case DumpPolicy::kEvery: return true;
+    case DumpPolicy::kEveryNth: return gc % g_dumpEvery == 0;
+    case DumpPolicy::kAtEvent: return g_dumpRequested.load(std::memory_order_relaxed);
+  }
+  return false;
+}
+
+void beginStoppedStacks() {
+  g_stoppedCount = 0;
+  g_stoppedUsed = 0;
+}
+
+void copyStoppedStack(uint64_t low, uint64_t high) {
+  if (high <= low || g_stoppedCount == kMaxStoppedStacks || findStopped(high)) return;
+  size_t need = g_stoppedUsed + (high - low);
+  if (need > g_stoppedLength) {
+    size_t length = (std::max(need, 2 * g_stoppedLength) + (size_t{1} << 20) - 1) &
+                    ~((size_t{1} << 20) - 1);
+    void* p = g_stoppedBlock ? mremap(g_stoppedBlock, g_stoppedLength, length, MREMAP_MAYMOVE)
+                             : mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;  // this stack is copied after the restart, as before
+    g_stoppedBlock = static_cast<uint8_t*>(p);
+    g_stoppedLength = length;
+  }
+  size_t got = copyOwnMemory(g_stoppedBlock + g_stoppedUsed, low, high - low);
+  if (got != high - low) return;
+  g_stopped[g_stoppedCount++] = {low, got, g_stoppedUsed};
+  g_stoppedUsed += got;
+}
+
+uint64_t stoppedStackLow(uint64_t high) {
+  const StoppedStack* s = findStopped(high);
+  return s ? s->low : 0;
+}
+
 // The objects emitMarks listed, then the roots and stacks.
 void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots) {
   if (!g_forDump || !g_dump || g_dump->gcNumber != gc) {
@@ -346,17 +414,22 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t nroots)
   if (runLength) std::memcpy(out, reinterpret_cast<const void*>(runStart), runLength);
   out += runLength;
   // Roots and stacks are ranges the runtime told us about, not memory the collector owns: one may
-  // be gone already (a root unregistered late, a thread's stack unmapped). Copied through the
-  // kernel, which reports a fault instead of raising one; a range is kept up to where it stops.
+  // be gone already (a root unregistered late, a thread's stack unmapped), so they are copied
+  // through the kernel, and a range is kept up to where it stops. A stack copied while the world
+  // was stopped comes from that copy.
   RamDump::Range* ranges = d->ranges();
   for (size_t i = 0; i < nroots; ++i) {
-    iovec local{out, static_cast<size_t>(roots[i].size)};
-    iovec remote{reinterpret_cast<void*>(roots[i].address), static_cast<size_t>(roots[i].size)};
-    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (got <= 0) continue;
-    auto kind = roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack)
-                    ? log::SegmentKind::kThreadStack
-                    : log::SegmentKind::kStaticRoot;
+    bool stack = roots[i].source == static_cast<uint8_t>(log::RootSource::kThreadStack);
+    const StoppedStack* stopped = stack ? findStopped(roots[i].address + roots[i].size) : nullptr;
+    size_t got;
+    if (stopped && stopped->low == roots[i].address) {
+      std::memcpy(out, g_stoppedBlock + stopped->offset, stopped->size);
+      got = stopped->size;
+    } else {
+      got = copyOwnMemory(out, roots[i].address, roots[i].size);
+    }
+    if (!got) continue;
+    auto kind = stack ? log::SegmentKind::kThreadStack : log::SegmentKind::kStaticRoot;
     ranges[d->rangeCount++] = {roots[i].address, static_cast<uint64_t>(got),
                                static_cast<uint64_t>(out - reinterpret_cast<uint8_t*>(d)),
                                static_cast<uint8_t>(kind), {}};
@@ -388,6 +461,16 @@ void emitRootRange(uint64_t low, uint64_t size, bool added, log::RootSource sour
     if (len) std::memcpy(extraOf(e), label, len);
     commit(r, e);
   }
+}
+
+bool cachedStackOf(pthread_t t, uint64_t& low, uint64_t& high) {
+  for (int i = 0; i < g_stackCount; ++i)
+    if (pthread_equal(g_stacks[i].thread, t)) {
+      low = g_stacks[i].low;
+      high = g_stacks[i].high;
+      return true;
+    }
+  return knownThreadStack(t, low, high);  // found as the thread registered with the recorder
 }
 
 bool stackOf(pthread_t t, uint64_t& low, uint64_t& high) {

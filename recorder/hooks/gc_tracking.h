@@ -63,6 +63,8 @@ void emitMarks(Ring* r, uint32_t gc, bool forDump);
 void emitRootSet(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
 // Whether the RAM dump policy wants a dump at collection `gc` (asks once per collection).
 bool dumpThisGc(uint32_t gc);
+// The same question asked ahead, without taking the answer (an event's request stays pending).
+bool dumpPlanned(uint32_t gc);
 // After emitMarks(..., true): the RAM dump (every marked object, the roots and the stacks, copied
 // with memcpy into one block the writer compresses later).
 void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
@@ -70,6 +72,20 @@ void emitRamDump(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
 // Stack bounds of a thread, cached (pthread_getattr_np allocates and, for the main thread, reads
 // /proc/self/maps). Allocation lock held.
 bool stackOf(pthread_t t, uint64_t& low, uint64_t& high);
+// As stackOf, from its cache or the bounds the thread found as it registered with the recorder
+// (knownThreadStack): nothing allocated, so safe while the world is stopped.
+bool cachedStackOf(pthread_t t, uint64_t& low, uint64_t& high);
+
+// Thread stacks copied while the world is still stopped (bdwgc: GC_EVENT_PRE_START_WORLD of a
+// collection that will be dumped). A stack copied after the restart may hold other words than
+// the collector scanned: a resumed thread overwrites the stale words of its last frames at once,
+// and the objects only they kept would be alive but unreachable in the dump. System calls only
+// (mincore, process_vm_readv, mmap/mremap for the block): no lock, no allocation. The copies
+// last until the next beginStoppedStacks().
+void beginStoppedStacks();
+void copyStoppedStack(uint64_t low, uint64_t high);
+// The low end of the stopped copy that ends at `high` (its range for the root set), or 0.
+uint64_t stoppedStackLow(uint64_t high);
 // The part of [low, high) in use: from `sp` when it lies inside, else from the lowest resident
 // page of the mapped part that reaches `high` (reading below it would only grow the main
 // thread's stack mapping).

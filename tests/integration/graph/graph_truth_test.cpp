@@ -761,6 +761,45 @@ TEST_CASE("bdwgc: objects held only by waiting threads' stacks are reachable fro
   checkHeldByOwnStacks(log, at, 3);  // main, worker, collector
 }
 
+// A thread that flips the stack words holding its objects the moment the world restarts
+// (stack_race_truth.c): the dump must hold its stack as the collector scanned it, copied while the
+// world was still stopped. Copied after the restart (before 2026-11-26), 9 of 20 collections had
+// 1-7 of its objects alive but unreachable.
+TEST_CASE("bdwgc: a stack that changes as the world restarts is dumped as the collector saw it",
+          "[graph][truth]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/stack_race.hml";
+  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
+                                              "' run --ram-dumps every -o '" + log + "' -- '" +
+                                              GRAPH_STACK_RACE_TRUTH + "'");
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  std::map<std::string, uint64_t> at = programLines(run.out);
+  REQUIRE(at.count("gcs"));
+  REQUIRE(at["gcs"] > 20);
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
+  // The program's 20 collections after its worker started: the worker's words point to some of
+  // the 8 objects of the round at most of them (the half of the words that held an address when
+  // the world stopped); each such object is alive, and reachable.
+  uint64_t held = 0;
+  for (auto gc = static_cast<uint32_t>(at["gcs"] - 19); gc <= at["gcs"]; ++gc) {
+    INFO("gc " << gc);
+    auto g = HeapGraph::atGc(r, store, gc);
+    CHECK(g->stats().unreachable == 0);
+    std::set<uint32_t> fromWorker;
+    for (uint32_t n = 1; n <= g->rootCount(); ++n)
+      if (g->root(n).source == log::RootSource::kThreadStack && g->root(n).thread != 0)
+        for (uint32_t v : g->out(n))
+          if (v >= g->firstObject() && !(g->objectFlags(v) & kUntracked) && g->size(v) >= 64 &&
+              g->size(v) < 128)  // GC_malloc(64): 80 bytes with interior pointers (1 extra byte)
+            fromWorker.insert(v);
+    CHECK(fromWorker.size() <= 8);
+    held += fromWorker.size();
+  }
+  CHECK(held >= 8);
+}
+
 // Objects held only by the locals of threads that wait while a third thread collects
 // (MonoTruth.exe stackheld): each is reachable from its own thread's stack root, every stack
 // root is the whole stack in use, and nothing alive is unreachable. Before the stacks were read
