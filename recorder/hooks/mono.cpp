@@ -868,7 +868,8 @@ bool collectorStacks(uint64_t mySp, size_t& n) {
           ok = lo >= g_threads[i].low && lo < g_threads[i].high && hi > g_threads[i].low &&
                hi <= g_threads[i].high + (uint64_t{1} << 20);  // GC_stackbottom: above argv
       if (ok && n - first < static_cast<size_t>(kMaxThreads)) {
-        uint64_t from = lo & ~uint64_t{7};
+        uint64_t from = gc::stoppedStackLow(hi);  // copied while the world was stopped
+        if (!from) from = lo & ~uint64_t{7};
         g_roots[n++] = {from, hi - from, gc::threadIndexOf(id),
                         static_cast<uint8_t>(RootSource::kThreadStack), {}};
       }
@@ -882,6 +883,33 @@ bool collectorStacks(uint64_t mySp, size_t& n) {
   say("Mono layer: the collector's thread table does not read as Mono 6.8's; thread stacks are "
       "estimated from their resident pages");
   return false;
+}
+
+// World stopped, marking done (MONO_GC_EVENT_PRE_START_WORLD) of a collection that will be
+// dumped: each thread's stack as the collector scanned it, from the pointer it saved when it was
+// suspended to its end, copied before it resumes (gc_tracking.h); the collecting thread's own
+// from its lowest mapped page (the collector scanned it from its marking frames, returned by now).
+// Read from GC_threads, which only the collecting thread changes, under the allocation lock it
+// holds; no lock of ours (a stopped thread may hold one), no allocation. The END callback checks
+// the table's layout as before (collectorStacks) and takes these copies where the ranges agree.
+void copyStacksWhileStopped() {
+  using L = GcThreadLayout;
+  if (g_gcThreadsOff || !g_gcThreads || !g_gcStackBottom || !gc::dumpPlanned(g_gcNumber)) return;
+  gc::beginStoppedStacks();
+  for (size_t chain = 0; chain < L::kChains; ++chain)
+    for (const void* rep = g_gcThreads[chain]; rep; rep = fieldOf<const void*>(rep, L::kNext)) {
+      auto flags = fieldOf<uint16_t>(rep, L::kFlags);
+      if (flags & L::kFinished) continue;
+      auto id = fieldOf<pthread_t>(rep, L::kId);
+      uint64_t hi =
+          (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
+      uint64_t lo = fieldOf<uint64_t>(rep, L::kStackPtr) & ~uint64_t{7}, low, high;
+      if (pthread_equal(id, pthread_self())) {
+        if (!gc::cachedStackOf(id, low, high)) continue;
+        lo = gc::stackInUse(low, std::max(high, hi), 0);
+      }
+      if (lo && lo < hi && hi - lo < (uint64_t{1} << 30)) gc::copyStoppedStack(lo, hi);
+    }
 }
 
 size_t collectRoots(uint64_t mySp) {
@@ -948,12 +976,20 @@ void onGcEnd() {
   }
 }
 
-// START and END come with the collector's lock held and the world running; the stop/start-world
-// events are left alone (the world may be stopped: no lock, no allocation there). Heap and used
+// START and END come with the collector's lock held and the world running; of the stop/start-world
+// events (the world stopped: no lock, no allocation there) only PRE_START_WORLD is taken, for the
+// stacks of a dumped collection. Heap and used
 // size: mono_gc_get_heap_size / _used_size read the fork's counters without taking the lock
 // (Mono 6.8; unlike libgc 8.2's GC_get_heap_usage_safe, which would deadlock here).
 void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool) {
   if (!g_on.load(std::memory_order_relaxed) || !g.active.load(std::memory_order_relaxed)) return;
+  if (event == MONO_GC_EVENT_PRE_START_WORLD) {
+    bool was = gc::t_inCallback;
+    gc::t_inCallback = true;
+    copyStacksWhileStopped();
+    gc::t_inCallback = was;
+    return;
+  }
   if (event != MONO_GC_EVENT_START && event != MONO_GC_EVENT_END) return;
   Guard guard;
   bool was = gc::t_inCallback;
