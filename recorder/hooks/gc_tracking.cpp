@@ -474,12 +474,7 @@ bool cachedStackOf(pthread_t t, uint64_t& low, uint64_t& high) {
 }
 
 bool stackOf(pthread_t t, uint64_t& low, uint64_t& high) {
-  for (int i = 0; i < g_stackCount; ++i)
-    if (pthread_equal(g_stacks[i].thread, t)) {
-      low = g_stacks[i].low;
-      high = g_stacks[i].high;
-      return true;
-    }
+  if (cachedStackOf(t, low, high)) return true;
   if (!threadStackBounds(t, low, high)) return false;
   if (g_stackCount == kMaxStacks) g_stackCount = 0;  // forget old threads
   g_stacks[g_stackCount++] = {t, low, high};

@@ -41,6 +41,13 @@ struct DumpedLog {
   DumpStore store;
 };
 
+// Runs `command` (a shell command line: the program, quoted, and its arguments) under heaprec
+// with a RAM dump at every collection, into `log`.
+hmtest::ShellResult recordDumps(const std::string& log, const std::string& command) {
+  return hmtest::runShell(std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log +
+                          "' -- " + command);
+}
+
 struct Truth {
   uint32_t gc = 0;
   std::map<std::string, uint64_t> at;  // name -> address
@@ -424,9 +431,7 @@ TEST_CASE("mono sample: precise managed edges and the leak's root path", "[graph
 TEST_CASE("heapman diff over two dumps: new, survived and freed objects per site", "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/dump_diff.hml", out;
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log + "' -- '" +
-                                              GRAPH_DUMP_DIFF_TRUTH + "'");
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_DUMP_DIFF_TRUTH + "'");
   INFO(run.err);
   REQUIRE(run.status == 0);
   out = run.out;  // the program's own lines
@@ -511,9 +516,7 @@ TEST_CASE("roots that only the program's mark and push procedures know are in th
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/mark_proc.hml", out;
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log + "' -- '" +
-                                              GRAPH_MARK_PROC_TRUTH + "'");
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_MARK_PROC_TRUTH + "'");
   INFO(run.err);
   REQUIRE(run.status == 0);
   out = run.out;  // the program's own lines
@@ -610,9 +613,7 @@ TEST_CASE("the finalization queue is a root that holds exactly the queued object
   std::string log = t.dir + "/finalize.hml";
   hmtest::ShellResult plain = hmtest::runShell(std::string("'") + GRAPH_FINALIZE_TRUTH + "'");
   REQUIRE(plain.status == 0);
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log + "' -- '" +
-                                              GRAPH_FINALIZE_TRUTH + "'");
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_FINALIZE_TRUTH + "'");
   INFO(run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at = programLines(run.out), alone = programLines(plain.out);
@@ -678,10 +679,8 @@ TEST_CASE("mono: the finalization queue holds exactly the objects awaiting their
           "[graph][mono]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/mono_finalize.hml";
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log +
-                                              "' -- mono-boehm '" + GRAPH_MONO_TRUTH +
-                                              "' finalize 50");
+  hmtest::ShellResult run =
+      recordDumps(log, std::string("mono-boehm '") + GRAPH_MONO_TRUTH + "' finalize 50");
   INFO(run.err);
   REQUIRE(run.status == 0);
   std::set<uint64_t> payloads;
@@ -752,9 +751,7 @@ TEST_CASE("bdwgc: objects held only by waiting threads' stacks are reachable fro
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/stack_threads.hml";
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log + "' -- '" +
-                                              GRAPH_STACK_THREADS_TRUTH + "'");
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_STACK_THREADS_TRUTH + "'");
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at = programLines(run.out);
@@ -769,9 +766,7 @@ TEST_CASE("bdwgc: a stack that changes as the world restarts is dumped as the co
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/stack_race.hml";
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log + "' -- '" +
-                                              GRAPH_STACK_RACE_TRUTH + "'");
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_STACK_RACE_TRUTH + "'");
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at = programLines(run.out);
@@ -811,8 +806,7 @@ TEST_CASE("mono: objects held only by waiting threads' stacks are reachable from
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/mono_stackheld.hml";
   hmtest::ShellResult run =
-      hmtest::runShell(std::string("'") + GRAPH_HEAPREC + "' run --ram-dumps every -o '" + log +
-                       "' -- mono-boehm '" + GRAPH_MONO_TRUTH + "' stackheld");
+      recordDumps(log, std::string("mono-boehm '") + GRAPH_MONO_TRUTH + "' stackheld");
   INFO(run.out << run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at;  // its "main", "worker" and "gc" lines (Mono adds others)
@@ -837,9 +831,7 @@ TEST_CASE("the finalization queue under threads lists only objects the collector
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/finalize_threads.hml";
-  hmtest::ShellResult run = hmtest::runShell(std::string("'") + GRAPH_HEAPREC +
-                                              "' run --ram-dumps every -o '" + log + "' -- '" +
-                                              GRAPH_FINALIZE_THREADS + "'");
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_FINALIZE_THREADS + "'");
   INFO(run.err);
   REQUIRE(run.status == 0);
   std::map<std::string, uint64_t> at = programLines(run.out);
