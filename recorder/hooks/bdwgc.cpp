@@ -291,6 +291,58 @@ constexpr int kMaxSuspended = 1024;
 pthread_t g_suspended[kMaxSuspended];
 std::atomic<int> g_suspendedCount{0};
 
+// Threads inside GC_do_blocking (interposed below; guile's threads wait there): the collector does
+// not suspend them, so no thread event names them, yet it scans their stacks from where they
+// entered. A slot per such thread, claimed on the outermost entry and freed on its return. A
+// collection reads it with the allocation lock held, which GC_do_blocking takes to change the
+// thread's state: a thread listed here is either blocked for the whole collection or suspended
+// (then in both lists, its stack taken once). One that leaves the section by longjmp stays
+// listed: its stack is still listed as a root (it is suspended anyway while it runs).
+constexpr int kMaxBlocked = 1024;
+std::atomic<uint64_t> g_blocked[kMaxBlocked];
+__thread int t_blockingDepth HEAPMAN_TLS = 0;
+
+void blockingEntered() {
+  if (t_blockingDepth++) return;
+  auto self = static_cast<uint64_t>(pthread_self());
+  for (auto& slot : g_blocked) {
+    uint64_t free = 0;
+    if (slot.compare_exchange_strong(free, self, std::memory_order_relaxed)) return;
+  }  // full: this thread's stack is not listed while it blocks
+}
+
+void blockingLeft() {
+  if (--t_blockingDepth) return;
+  auto self = static_cast<uint64_t>(pthread_self());
+  for (auto& slot : g_blocked)
+    if (slot.load(std::memory_order_relaxed) == self) {
+      slot.store(0, std::memory_order_relaxed);
+      return;
+    }
+}
+
+// In a child only the forking thread is left.
+void blockedAfterFork() {
+  for (auto& slot : g_blocked) slot.store(0, std::memory_order_relaxed);
+  if (t_blockingDepth) g_blocked[0].store(static_cast<uint64_t>(pthread_self()));
+}
+
+// The threads whose stacks the collector scans besides its own: those it suspended, then those
+// blocked that it did not suspend. Calls fn(pthread_t) once for each.
+template <class Fn>
+void forEachScannedThread(Fn&& fn) {
+  int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
+  for (int i = 0; i < nt; ++i) fn(g_suspended[i]);
+  for (auto& slot : g_blocked) {
+    uint64_t b = slot.load(std::memory_order_relaxed);
+    if (!b) continue;
+    auto t = reinterpret_cast<pthread_t>(b);
+    bool listed = pthread_equal(t, pthread_self());
+    for (int i = 0; i < nt && !listed; ++i) listed = pthread_equal(t, g_suspended[i]);
+    if (!listed) fn(t);
+  }
+}
+
 uint64_t g_gcStartNs = 0;
 // Pointers the program's own mark procedures push (GC_mark_and_push) from memory outside the
 // collected heap: guile's VM stacks are mmap'd and marked by the procedure of its thread objects,
@@ -363,9 +415,11 @@ void emitGcBegin() {
 }
 
 // The roots of the collection that is finishing: static data segments the collector reported,
-// ranges registered with GC_add_roots, and the stacks of the threads it suspended plus its own,
-// each with its recorder thread index where known. Allocation lock held (static storage).
-constexpr size_t kMaxRoots = kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxPushed + 3;
+// ranges registered with GC_add_roots, and the stacks of the threads it suspended or left blocked
+// (GC_do_blocking) plus its own, each with its recorder thread index where known. Allocation lock
+// held (static storage).
+constexpr size_t kMaxRoots =
+    kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxBlocked + kMaxPushed + 3;
 RootSetEntry g_roots[kMaxRoots];
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
@@ -383,13 +437,12 @@ size_t collectRoots(uint64_t mySp) {
           log::RootSource::kRegistered);
   }
   uint64_t low, high;
-  int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
-  for (int i = 0; i < nt; ++i)
-    if (gc::stackOf(g_suspended[i], low, high)) {
-      uint64_t from = gc::stoppedStackLow(high);  // the range copied while the world was stopped
-      if (!from) from = gc::stackInUse(low, high, 0);
-      add(from, high - from, log::RootSource::kThreadStack, gc::threadIndexOf(g_suspended[i]));
-    }
+  forEachScannedThread([&](pthread_t t) {
+    if (!gc::stackOf(t, low, high)) return;
+    uint64_t from = gc::stoppedStackLow(high);  // the range copied while the world was stopped
+    if (!from) from = gc::stackInUse(low, high, 0);
+    add(from, high - from, log::RootSource::kThreadStack, gc::threadIndexOf(t));
+  });
   size_t pushed = std::min(g_pushedCount.load(std::memory_order_relaxed), kMaxPushed);
   for (size_t i = 0; i < pushed; ++i)
     add(g_pushed[i].low, g_pushed[i].high - g_pushed[i].low, log::RootSource::kPushedRange);
@@ -406,7 +459,7 @@ size_t collectRoots(uint64_t mySp) {
 }
 
 // World stopped, marking done (GC_EVENT_PRE_START_WORLD; the last stop of the collection wins):
-// the stacks of the threads it suspended, and the collecting thread's own, for a
+// the stacks of the threads it suspended or left blocked, and the collecting thread's own, for a
 // collection that will be dumped, copied before they resume and before the collector's later
 // calls overwrite its own stale words (gc_tracking.h). A thread whose bounds are not known
 // without an allocation (one that never registered with the recorder) is copied at RECLAIM_END,
@@ -415,10 +468,9 @@ void copyStacksWhileStopped() {
   if (!gc::dumpPlanned(g_gcNumber)) return;
   gc::beginStoppedStacks();
   uint64_t low, high;
-  int nt = std::min(g_suspendedCount.load(std::memory_order_relaxed), kMaxSuspended);
-  for (int i = 0; i < nt; ++i)
-    if (gc::cachedStackOf(g_suspended[i], low, high))
-      gc::copyStoppedStack(gc::stackInUse(low, high, 0), high);
+  forEachScannedThread([&](pthread_t t) {
+    if (gc::cachedStackOf(t, low, high)) gc::copyStoppedStack(gc::stackInUse(low, high, 0), high);
+  });
   // Its own from the lowest mapped page, not from here: the collector scanned it from deeper down,
   // in its marking frames, which have returned by now but whose words are still there.
   if (gc::cachedStackOf(pthread_self(), low, high))
@@ -641,6 +693,7 @@ void initBdwgc() {
   // it off before GC_INIT): the heap graph follows the same rule. Read once, at start.
   if (auto* interior = reinterpret_cast<int (*)()>(dlsym(RTLD_NEXT, "GC_get_all_interior_pointers")))
     g.gcInteriorPointers = static_cast<int8_t>(interior() != 0);
+  pthread_atfork(nullptr, nullptr, blockedAfterFork);
   real_GC_set_on_collection_event.get()(onCollectionEvent);
   real_GC_set_on_thread_event.get()(onThreadEvent);
   real_GC_register_has_static_roots_callback.get()(onStaticRoots);
@@ -1001,6 +1054,15 @@ HEAPMAN_EXPORT void GC_register_finalizer_unreachable(void* obj, GC_finalization
                                                       GC_finalization_proc* ofn, void** ocd) {
   HEAPMAN_GC_REAL(GC_register_finalizer_unreachable);
   registerFinalizer(real, obj, fn, cd, ofn, ocd);
+}
+
+// A blocking section: the thread's stack stays a root while fn runs (g_blocked above).
+HEAPMAN_EXPORT void* GC_do_blocking(GC_fn_type fn, void* client_data) {
+  HEAPMAN_GC_REAL(GC_do_blocking);
+  blockingEntered();
+  void* result = real.get()(fn, client_data);
+  blockingLeft();
+  return result;
 }
 
 // Runs finalizers until the collector's queue is empty: when it returns, every object queued by a

@@ -795,6 +795,30 @@ TEST_CASE("bdwgc: a stack that changes as the world restarts is dumped as the co
   CHECK(held >= 8);
 }
 
+// A thread waiting inside GC_do_blocking (blocked_thread_truth.c) is not suspended, so no thread
+// event names it, but the collector scans its stack: the object only its local holds is reachable
+// from that stack. Before the recorder followed GC_do_blocking, the stack was missing from the
+// roots and the object was alive but unreachable (guile's waiting threads: 3 objects a dump).
+TEST_CASE("bdwgc: an object held only by a thread waiting in GC_do_blocking is reachable",
+          "[graph][truth]") {
+  const Truth& t = truth();  // for its directory
+  std::string log = t.dir + "/blocked_thread.hml";
+  hmtest::ShellResult run =
+      recordDumps(log, std::string("'") + GRAPH_BLOCKED_THREAD_TRUTH + "'");
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  std::map<std::string, uint64_t> at = programLines(run.out);
+  REQUIRE(at.count("worker"));
+  REQUIRE(at.count("gc"));
+  DumpedLog opened(log);
+  auto& [r, store] = opened;
+  auto g = HeapGraph::atGc(r, store, static_cast<uint32_t>(at["gc"]));
+  CHECK(g->stats().unreachable == 0);
+  uint32_t its = g->objectAt(at["worker"], false);
+  REQUIRE(its != kNoNode);
+  CHECK(!stacksPointingTo(*g, its).empty());
+}
+
 // Objects held only by the locals of threads that wait while a third thread collects
 // (MonoTruth.exe stackheld): each is reachable from its own thread's stack root, every stack
 // root is the whole stack in use, and nothing alive is unreachable. Before the stacks were read

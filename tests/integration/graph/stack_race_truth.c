@@ -38,9 +38,12 @@ static void* worker(void* arg) {
   return NULL;
 }
 
-/* Overwrites the stack below the caller, where the allocator's frames left the addresses. */
+/* Overwrites the stack below the caller, where the allocator's frames (and the recorder's, under
+ * heaprec: its stack walk takes some kilobytes) left the addresses. The collecting thread's own
+ * stack is copied after marking: a stale address deep in it, which the collector saw and its
+ * later frames overwrote, would be missed, and this program tests the other threads' stacks. */
 static void __attribute__((noinline)) scrub(void) {
-  volatile char below[16384];
+  volatile char below[256 * 1024];
   for (size_t i = 0; i < sizeof below; ++i) below[i] = 0;
 }
 
