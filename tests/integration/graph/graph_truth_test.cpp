@@ -569,6 +569,14 @@ std::map<std::string, uint64_t> programLines(const std::string& out) {
   return at;
 }
 
+// Records `program` (no arguments) with a dump at every collection into `log`; its lines.
+std::map<std::string, uint64_t> recordProgram(const std::string& log, const char* program) {
+  hmtest::ShellResult run = recordDumps(log, std::string("'") + program + "'");
+  INFO(run.out << run.err);
+  REQUIRE(run.status == 0);
+  return programLines(run.out);
+}
+
 // The graph's finalization-queue root, or kNoNode when the queue was empty.
 uint32_t finalizeQueueRoot(const HeapGraph& g) {
   uint32_t found = kNoNode;
@@ -751,10 +759,7 @@ TEST_CASE("bdwgc: objects held only by waiting threads' stacks are reachable fro
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/stack_threads.hml";
-  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_STACK_THREADS_TRUTH + "'");
-  INFO(run.out << run.err);
-  REQUIRE(run.status == 0);
-  std::map<std::string, uint64_t> at = programLines(run.out);
+  std::map<std::string, uint64_t> at = recordProgram(log, GRAPH_STACK_THREADS_TRUTH);
   checkHeldByOwnStacks(log, at, 3);  // main, worker, collector
 }
 
@@ -766,10 +771,7 @@ TEST_CASE("bdwgc: a stack that changes as the world restarts is dumped as the co
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/stack_race.hml";
-  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_STACK_RACE_TRUTH + "'");
-  INFO(run.out << run.err);
-  REQUIRE(run.status == 0);
-  std::map<std::string, uint64_t> at = programLines(run.out);
+  std::map<std::string, uint64_t> at = recordProgram(log, GRAPH_STACK_RACE_TRUTH);
   REQUIRE(at.count("gcs"));
   REQUIRE(at["gcs"] > 20);
   DumpedLog opened(log);
@@ -803,11 +805,7 @@ TEST_CASE("bdwgc: an object held only by a thread waiting in GC_do_blocking is r
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/blocked_thread.hml";
-  hmtest::ShellResult run =
-      recordDumps(log, std::string("'") + GRAPH_BLOCKED_THREAD_TRUTH + "'");
-  INFO(run.out << run.err);
-  REQUIRE(run.status == 0);
-  std::map<std::string, uint64_t> at = programLines(run.out);
+  std::map<std::string, uint64_t> at = recordProgram(log, GRAPH_BLOCKED_THREAD_TRUTH);
   REQUIRE(at.count("worker"));
   REQUIRE(at.count("gc"));
   DumpedLog opened(log);
@@ -855,10 +853,7 @@ TEST_CASE("the finalization queue under threads lists only objects the collector
           "[graph][truth]") {
   const Truth& t = truth();  // for its directory
   std::string log = t.dir + "/finalize_threads.hml";
-  hmtest::ShellResult run = recordDumps(log, std::string("'") + GRAPH_FINALIZE_THREADS + "'");
-  INFO(run.err);
-  REQUIRE(run.status == 0);
-  std::map<std::string, uint64_t> at = programLines(run.out);
+  std::map<std::string, uint64_t> at = recordProgram(log, GRAPH_FINALIZE_THREADS);
   CHECK(at.at("registered") == 160000);
   // (a few of the last objects may stay alive through a stale register of the main thread)
   CHECK(at.at("finalized") + 8 >= at.at("registered"));
