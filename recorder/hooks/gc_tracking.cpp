@@ -327,13 +327,9 @@ void emitRootSet(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n) {
 }
 
 bool dumpThisGc(uint32_t gc) {
-  switch (g_dumpPolicy) {
-    case DumpPolicy::kOff: return false;
-    case DumpPolicy::kEvery: return true;
-    case DumpPolicy::kEveryNth: return gc % g_dumpEvery == 0;
-    case DumpPolicy::kAtEvent: return g_dumpRequested.exchange(false, std::memory_order_relaxed);
-  }
-  return false;
+  if (g_dumpPolicy == DumpPolicy::kAtEvent)
+    return g_dumpRequested.exchange(false, std::memory_order_relaxed);
+  return dumpPlanned(gc);
 }
 
 bool dumpPlanned(uint32_t gc) {

@@ -846,34 +846,43 @@ T fieldOf(const void* rep, size_t offset) {
 
 // Appends the collector's stack ranges to g_roots[n...]; false (nothing appended) where the
 // layout does not hold. Allocation lock held, our spinlock held (g_threads).
-bool collectorStacks(uint64_t mySp, size_t& n) {
+// Calls fn(thread, stackPtr, stackEnd) for each thread of GC_threads not finished, as the
+// collector scans it: from the stack pointer it saved when suspended to its stack end
+// (GC_stackbottom for the main thread), until fn returns false. Only reads the table.
+template <class Fn>
+void forEachCollectorThread(Fn&& fn) {
   using L = GcThreadLayout;
+  for (size_t chain = 0; chain < L::kChains; ++chain)
+    for (const void* rep = g_gcThreads[chain]; rep; rep = fieldOf<const void*>(rep, L::kNext)) {
+      auto flags = fieldOf<uint16_t>(rep, L::kFlags);
+      if (flags & L::kFinished) continue;
+      uint64_t hi =
+          (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
+      if (!fn(fieldOf<pthread_t>(rep, L::kId), fieldOf<uint64_t>(rep, L::kStackPtr), hi)) return;
+    }
+}
+
+bool collectorStacks(uint64_t mySp, size_t& n) {
   if (g_gcThreadsOff || !g_gcThreads || !g_gcStackBottom) return false;
   size_t first = n;
   bool self = false, ok = true;
-  for (size_t chain = 0; chain < L::kChains && ok; ++chain)
-    for (const void* rep = g_gcThreads[chain]; rep && ok;
-         rep = fieldOf<const void*>(rep, L::kNext)) {
-      auto flags = fieldOf<uint16_t>(rep, L::kFlags);
-      if (flags & L::kFinished) continue;
-      auto id = fieldOf<pthread_t>(rep, L::kId);
-      bool mine = pthread_equal(id, pthread_self());
-      self = self || mine;
-      uint64_t lo = mine ? mySp : fieldOf<uint64_t>(rep, L::kStackPtr);
-      uint64_t hi =
-          (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
-      ok = lo && lo < hi && hi - lo < (uint64_t{1} << 30);
-      for (int i = 0; i < g_threadCount && ok; ++i)
-        if (pthread_equal(g_threads[i].self, id) && g_threads[i].high)
-          ok = lo >= g_threads[i].low && lo < g_threads[i].high && hi > g_threads[i].low &&
-               hi <= g_threads[i].high + (uint64_t{1} << 20);  // GC_stackbottom: above argv
-      if (ok && n - first < static_cast<size_t>(kMaxThreads)) {
-        uint64_t from = gc::stoppedStackLow(hi);  // copied while the world was stopped
-        if (!from) from = lo & ~uint64_t{7};
-        g_roots[n++] = {from, hi - from, gc::threadIndexOf(id),
-                        static_cast<uint8_t>(RootSource::kThreadStack), {}};
-      }
+  forEachCollectorThread([&](pthread_t id, uint64_t stackPtr, uint64_t hi) {
+    bool mine = pthread_equal(id, pthread_self());
+    self = self || mine;
+    uint64_t lo = mine ? mySp : stackPtr;
+    ok = lo && lo < hi && hi - lo < (uint64_t{1} << 30);
+    for (int i = 0; i < g_threadCount && ok; ++i)
+      if (pthread_equal(g_threads[i].self, id) && g_threads[i].high)
+        ok = lo >= g_threads[i].low && lo < g_threads[i].high && hi > g_threads[i].low &&
+             hi <= g_threads[i].high + (uint64_t{1} << 20);  // GC_stackbottom: above argv
+    if (ok && n - first < static_cast<size_t>(kMaxThreads)) {
+      uint64_t from = gc::stoppedStackLow(hi);  // copied while the world was stopped
+      if (!from) from = lo & ~uint64_t{7};
+      g_roots[n++] = {from, hi - from, gc::threadIndexOf(id),
+                      static_cast<uint8_t>(RootSource::kThreadStack), {}};
     }
+    return ok;
+  });
   // The collecting thread is missing only while it registers (its record is being allocated):
   // the collector then scans only its own frames, no range of this thread's (GC_push_all_stacks
   // aborts on any other case).
@@ -893,23 +902,17 @@ bool collectorStacks(uint64_t mySp, size_t& n) {
 // holds; no lock of ours (a stopped thread may hold one), no allocation. The END callback checks
 // the table's layout as before (collectorStacks) and takes these copies where the ranges agree.
 void copyStacksWhileStopped() {
-  using L = GcThreadLayout;
   if (g_gcThreadsOff || !g_gcThreads || !g_gcStackBottom || !gc::dumpPlanned(g_gcNumber)) return;
   gc::beginStoppedStacks();
-  for (size_t chain = 0; chain < L::kChains; ++chain)
-    for (const void* rep = g_gcThreads[chain]; rep; rep = fieldOf<const void*>(rep, L::kNext)) {
-      auto flags = fieldOf<uint16_t>(rep, L::kFlags);
-      if (flags & L::kFinished) continue;
-      auto id = fieldOf<pthread_t>(rep, L::kId);
-      uint64_t hi =
-          (flags & L::kMainThread) ? *g_gcStackBottom : fieldOf<uint64_t>(rep, L::kStackEnd);
-      uint64_t lo = fieldOf<uint64_t>(rep, L::kStackPtr) & ~uint64_t{7}, low, high;
-      if (pthread_equal(id, pthread_self())) {
-        if (!gc::cachedStackOf(id, low, high)) continue;
-        lo = gc::stackInUse(low, std::max(high, hi), 0);
-      }
-      if (lo && lo < hi && hi - lo < (uint64_t{1} << 30)) gc::copyStoppedStack(lo, hi);
+  forEachCollectorThread([](pthread_t id, uint64_t stackPtr, uint64_t hi) {
+    uint64_t lo = stackPtr & ~uint64_t{7}, low, high;
+    if (pthread_equal(id, pthread_self())) {
+      if (!gc::cachedStackOf(id, low, high)) return true;
+      lo = gc::stackInUse(low, std::max(high, hi), 0);
     }
+    if (lo && lo < hi && hi - lo < (uint64_t{1} << 30)) gc::copyStoppedStack(lo, hi);
+    return true;
+  });
 }
 
 size_t collectRoots(uint64_t mySp) {
