@@ -40,9 +40,46 @@ int highCopy(int fd) {
   return high;
 }
 
+// True when `fd` is open on the log's file.
+bool namesLog(int fd) {
+  struct stat st{};
+  return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == gDev && st.st_ino == gIno;
+}
+
 }  // namespace
 
 int realClose(int fd) { return __close(fd); }
+
+bool isLogFd(int fd) {
+  if (fd < 0 || fd != logFd()) return false;
+  if (namesLog(fd)) return true;
+  // Closed under the hooks and reused: the program's now. Forget it (the writer reopens).
+  int expected = fd;
+  gLogFd.compare_exchange_strong(expected, -1, std::memory_order_seq_cst);
+  return false;
+}
+
+bool reopenLog(const char* path, uint64_t offset) {
+  int fd = ::open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  if (!namesLog(fd)) {
+    realClose(fd);
+    errno = ESTALE;
+    return false;
+  }
+  if (int high = highCopy(fd); high >= 0) {
+    realClose(fd);
+    fd = high;
+  }
+  if (lseek(fd, static_cast<off_t>(offset), SEEK_SET) != static_cast<off_t>(offset)) {
+    int err = errno;
+    realClose(fd);
+    errno = err;
+    return false;
+  }
+  gLogFd.store(fd, std::memory_order_seq_cst);
+  return true;
+}
 
 bool openLog(char* path, size_t cap, bool exclusive) {
   int fd = -1;
@@ -85,7 +122,7 @@ void closeLog() {
 int logFd() { return gLogFd.load(std::memory_order_acquire); }
 
 void vacate(int fd) {
-  if (!isLogFd(fd)) return;
+  if (!isLogFd(fd)) return;  // not ours, or no longer the log's file: nothing to move
   int moved = highCopy(fd);
   if (moved < 0) return;  // no number free: LogWrite::same() stops the recording after the dup
   // A writer that read the old number before this store has marked itself first (LogWrite):
@@ -108,9 +145,6 @@ LogWrite::LogWrite() {
 
 LogWrite::~LogWrite() { gWriting.fetch_sub(1, std::memory_order_seq_cst); }
 
-bool LogWrite::same() const {
-  struct stat st{};
-  return fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_dev == gDev && st.st_ino == gIno;
-}
+bool LogWrite::same() const { return namesLog(fd_); }
 
 }  // namespace heapman::rec

@@ -10,12 +10,17 @@
 //   never opened it); close_range and closefrom skip it.
 // The writer writes through LogWrite, which reads the current number and marks it in use, so a
 // move never closes a number in the middle of a write. Before each write the descriptor is
-// checked to still be the log's file (device and inode): a program that closed it with a raw
-// system call and reused the number gets a stopped recording, never log bytes in its file.
+// checked to still be the log's file (device and inode). A program that closed it with a raw
+// system call (close_range or close without libc: the hooks never see it) leaves the number
+// closed or, once it opens something, naming its own file: the writer then opens the log again
+// by its path (reopenLog), checks that it is the same file, and goes on writing where it
+// stopped. The old number is the program's, never written to or closed by the recorder; the
+// hooks no longer treat it as the log's once it names another file.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace heapman::rec {
 
@@ -27,8 +32,14 @@ bool openLog(char* path, size_t cap, bool exclusive);
 void closeLog();
 // The log's descriptor now, or -1.
 int logFd();
-// True when `fd` is the log's descriptor now.
-inline bool isLogFd(int fd) { return fd >= 0 && fd == logFd(); }
+// True when `fd` is the log's descriptor now and still names the log's file. When the number
+// names another file (the program closed the log with a raw system call and reused it), the
+// recorder forgets it (the writer reopens the log) and this is false.
+bool isLogFd(int fd);
+// Opens the log at `path` again after its descriptor was lost (see above) and positions it at
+// `offset`, the bytes written so far. False (errno set; ESTALE: the path now names another
+// file) when it cannot.
+bool reopenLog(const char* path, uint64_t offset);
 // Before the program's own use of number `fd` (dup2/dup3 onto it): when it is the log's, the
 // log moves to another number first.
 void vacate(int fd);

@@ -78,18 +78,34 @@ void finishRecording() {
   stopWriter();
 }
 
-void flushForCrash() {
-  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid || g.finishing.load()) return;
-  Guard guard;
-  uint32_t want = g.flushRequests.fetch_add(1) + 1;
-  wakeWriter();
-  for (int i = 0; i < 200 && g.flushesDone.load(std::memory_order_acquire) < want; ++i) {
-    timespec timeout{0, 10000000};  // 10 ms, 200 times at most
-    uint32_t seen = g.flushesDone.load(std::memory_order_acquire);
-    if (seen >= want) break;
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.flushesDone), FUTEX_WAIT_PRIVATE, seen,
+namespace {
+// Sleeps until the writer has finished the log (State::writerDone), at most ~3 s.
+void waitForWriterDone() {
+  for (int i = 0; i < 300 && !g.writerDone.load(std::memory_order_acquire); ++i) {
+    timespec timeout{0, 10000000};  // 10 ms
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.writerDone), FUTEX_WAIT_PRIVATE, 0,
             &timeout, nullptr, 0);
   }
+}
+}  // namespace
+
+void flushForCrash() {
+  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;
+  Guard guard;
+  // A second thread dying at once, or a thread dying while another one exits: the log is being
+  // finished already; wait for it rather than end the process under the writer.
+  if (g.finishing.exchange(true) || g.crashing.exchange(1)) {
+    waitForWriterDone();
+    return;
+  }
+  // The record this thread was making when the signal came (if any) will never be committed:
+  // the writer must not wait for it.
+  if (t_ring) t_ring->busy.store(0, std::memory_order_release);
+  // Every other thread's next record now waits (begin(), waitForWriter).
+  g.lagDeadline.store(0, std::memory_order_seq_cst);
+  g.stop.store(1, std::memory_order_release);
+  wakeWriter();
+  waitForWriterDone();
 }
 
 void say(const char* format, ...) {
@@ -193,7 +209,18 @@ namespace {
 // that the writer can drain everything.
 // Not while a collection runs: the world may be stopped with another thread inside malloc, which
 // the writer may need.
+// A fatal signal is ending the process (flushForCrash): this thread records nothing more and
+// waits, off the cores, until the process dies. Bounded (10 s) in case it does not.
+__attribute__((noinline, cold)) void parkForCrash() {
+  for (int i = 0; i < 100 && g.crashing.load(std::memory_order_acquire); ++i) {
+    timespec timeout{0, 100000000};  // 100 ms
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.crashing), FUTEX_WAIT_PRIVATE, 1, &timeout,
+            nullptr, 0);
+  }
+}
+
 __attribute__((noinline)) void waitForWriter() {
+  if (g.crashing.load(std::memory_order_acquire)) return parkForCrash();
   if (g.stop.load(std::memory_order_relaxed) || g.collecting.load(std::memory_order_relaxed)) return;
   uint64_t start = monotonicNs();
   g.lagWaiters.fetch_add(1, std::memory_order_seq_cst);
@@ -875,8 +902,8 @@ void afterForkChild() {
   g.frameNo.store(0, std::memory_order_relaxed);
   g.seq.store(0, std::memory_order_relaxed);
   g.stop.store(0, std::memory_order_relaxed);
-  g.flushRequests.store(0, std::memory_order_relaxed);
-  g.flushesDone.store(0, std::memory_order_relaxed);
+  g.crashing.store(0, std::memory_order_relaxed);
+  g.writerDone.store(0, std::memory_order_relaxed);
   g.collecting.store(0, std::memory_order_relaxed);  // the child's own collections set it
   g.ringFull.store(0, std::memory_order_relaxed);
   g.modulesBusy.store(0, std::memory_order_relaxed);  // a parent thread may have been in dlopen

@@ -63,8 +63,11 @@ struct State {
   std::atomic<Ring*> rings{nullptr};   // every thread's ring, newest first
   std::atomic<uint32_t> wake{0};       // futex word the writer sleeps on
   std::atomic<uint32_t> stop{0};       // set at exit: the writer drains and finishes
-  std::atomic<uint32_t> flushRequests{0};  // a dying thread asks the writer to write out all
-  std::atomic<uint32_t> flushesDone{0};    // futex word: the writer answers here
+  // Futex word: 1 once a fatal signal is killing the process (flushForCrash). The writer then
+  // writes out everything committed and finishes the log; meanwhile every other thread's next
+  // record waits (waitForWriter), so that nothing new arrives and the writer has the cores.
+  std::atomic<uint32_t> crashing{0};
+  std::atomic<uint32_t> writerDone{0};     // futex word: 1 once the writer has finished the log
   std::atomic<bool> finishing{false};      // finishRecording() ran (or is running)
   // Hooked dlopen/dlclose calls running, and how many have finished: the writer's rescan of
   // the module list stays out of their way (writer.cpp, rescanModules).
@@ -302,9 +305,10 @@ void stopWriter();
 // Stops recording and finishes the log (footer included). Idempotent; does nothing in a vfork
 // child (it shares the parent's memory). For exit, _exit and exec.
 void finishRecording();
-// From a fatal-signal handler before the process dies: the writer writes out everything
-// committed so far; waits at most ~2 s (the writer may itself be stuck behind a lock the dying
-// thread holds).
+// From a fatal-signal handler before the process dies: the writer writes out every record
+// committed so far (what it cannot, it counts in a Lost record) and finishes the log, while the
+// other threads wait at their next record. Waits at most ~3 s (the writer may itself be stuck
+// behind a lock the dying thread holds). Async-signal-safe: atomics and futexes only.
 void flushForCrash();
 
 // hooks/bdwgc.cpp, when linked in: a custom event may ask for a RAM dump at the next collection

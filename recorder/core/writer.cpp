@@ -149,33 +149,54 @@ class HandleMap {
 };
 
 // The log file, through its protected descriptor (descriptors.h): every write checks that the
-// descriptor is still the log's, so that a program that closed it behind the hooks' back (a raw
-// system call) and reused the number never gets log bytes in its file.
+// descriptor is still the log's file, so that a program that closed it behind the hooks' back (a
+// raw system call) and reused the number never gets log bytes in its file; the log is then
+// opened again by its path and written on where it stopped.
 class LogFileSink : public Sink {
  public:
   bool write(const void* data, size_t n) override {
-    LogWrite w;
-    if (!w.same()) {
-      error_ = "the program closed the log's file descriptor";
-      return false;
-    }
     auto* p = static_cast<const uint8_t*>(data);
-    while (n > 0) {
-      ssize_t k = ::write(w.fd(), p, n);
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) {
-        error_ = k < 0 ? std::strerror(errno) : "write returned 0";
+    for (bool reopened = false;;) {
+      int err = 0;
+      {
+        LogWrite w;
+        if (w.same()) {
+          while (n > 0) {
+            ssize_t k = ::write(w.fd(), p, n);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) {
+              err = k < 0 ? errno : EIO;
+              break;
+            }
+            p += k;
+            n -= static_cast<size_t>(k);
+            written_ += static_cast<uint64_t>(k);
+          }
+          if (n == 0) return true;
+          if (err != EBADF) {
+            error_ = err == EIO ? "write returned 0" : std::strerror(err);
+            return false;
+          }
+        }
+      }
+      // The descriptor was closed under the hooks (or names another file now): once per write.
+      if (reopened || !reopenLog(g.output, written_)) {
+        error_ = std::string("the program closed the log's file descriptor, and opening the log "
+                             "again failed: ") +
+                 (reopened ? "it was closed again" : std::strerror(errno));
         return false;
       }
-      p += k;
-      n -= static_cast<size_t>(k);
+      reopened = true;
+      ++reopens_;
     }
-    return true;
   }
   std::string error() const override { return error_; }
+  uint64_t reopens() const { return reopens_; }
 
  private:
   std::string error_;
+  uint64_t written_ = 0;  // bytes of the log written: where a reopened descriptor goes on
+  uint64_t reopens_ = 0;
 };
 
 class Writer {
@@ -189,7 +210,9 @@ class Writer {
     for (;;) {
       bool stopping = g.stop.load(std::memory_order_acquire);
       // Loads that bypass the dlopen hook (glibc's own NSS and iconv modules): a slow rescan.
-      if (monotonicNs() - lastRescanNs_ >= kRescanIntervalNs) {
+      // Not once stopping: a dying process's threads wait where they are (flushForCrash), one
+      // perhaps in a module's constructor, holding the loader's lock the scan would need.
+      if (!stopping && monotonicNs() - lastRescanNs_ >= kRescanIntervalNs) {
         lastRescanNs_ = monotonicNs();
         rescanModules();
       }
@@ -201,21 +224,12 @@ class Writer {
       const uint64_t t0 = __rdtsc();
       if (drainBelow(watermark(), /*mayYield=*/!stopping)) publishFront(t0);
       if (stopping) break;
-      // A dying thread waits for this (flushForCrash); otherwise close the open chunk every
-      // kFlushIntervalNs, so that a killed program loses at most that much more than the
-      // writer's lag (bounded by State::lagDeadline).
-      uint32_t requested = g.flushRequests.load(std::memory_order_acquire);
-      uint64_t now = monotonicNs();
-      if (requested != flushesAnswered_ || now - lastFlushNs_ >= kFlushIntervalNs) {
-        drainBelow(watermark());  // what was committed before the request, too
+      // Close the open chunk every kFlushIntervalNs, so that a killed program loses at most
+      // that much more than the writer's lag (bounded by State::lagDeadline).
+      if (uint64_t now = monotonicNs(); now - lastFlushNs_ >= kFlushIntervalNs) {
+        drainBelow(watermark());
         log_->flush();
         lastFlushNs_ = now;
-        if (requested != flushesAnswered_) {
-          flushesAnswered_ = requested;
-          g.flushesDone.store(requested, std::memory_order_release);
-          syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.flushesDone), FUTEX_WAKE_PRIVATE,
-                  INT_MAX, nullptr, nullptr, 0);
-        }
         checkWriter();
       }
       uint32_t w = g.wake.load(std::memory_order_acquire);
@@ -223,7 +237,10 @@ class Writer {
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.wake), FUTEX_WAIT_PRIVATE, w, &timeout,
               nullptr, 0);
     }
-    drainBelow(watermark());
+    if (g.crashing.load(std::memory_order_acquire))
+      drainForCrash();
+    else
+      drainBelow(watermark());
     log_->finish();
     checkWriter();
     if (ramDumps_.count && getenv("HEAPMAN_STATS"))
@@ -257,6 +274,9 @@ class Writer {
       say("%llu sweeps tested %llu objects in %.1f ms on the writer thread (%.1f ns per object)",
           static_cast<unsigned long long>(st.sweeps), static_cast<unsigned long long>(st.objects),
           st.ns / 1e6, st.objects ? static_cast<double>(st.ns) / st.objects : 0.0);
+    g.writerDone.store(1, std::memory_order_release);
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.writerDone), FUTEX_WAKE_PRIVATE, INT_MAX,
+            nullptr, nullptr, 0);
   }
 
  private:
@@ -335,16 +355,14 @@ class Writer {
   // keep what arrives meanwhile (little: the world is mostly stopped; and the writer being
   // behind is no reason to drain: it cost more pause than it saved, PERFORMANCE.md). It drains
   // anyway when a thread waits for room (wakeWriter wakes this wait too), when asked to flush
-  // or to stop, and after kMaxAsideNs in one collection. True if it waited (the caller starts a
+  // to stop, and after kMaxAsideNs in one collection. True if it waited (the caller starts a
   // new round).
   bool stepAsideForCollection() {
     if (!yieldToCollection()) return false;
     uint64_t start = monotonicNs();
     bool waited = false;
     ++aside_.count;
-    while (yieldToCollection() &&
-           g.flushRequests.load(std::memory_order_acquire) == flushesAnswered_ &&
-           !g.stop.load(std::memory_order_acquire)) {
+    while (yieldToCollection() && !g.stop.load(std::memory_order_acquire)) {
       timespec timeout{0, 10000000};  // a safety net: the collection's end wakes it
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.collecting), FUTEX_WAIT_PRIVATE, 1,
               &timeout, nullptr, 0);
@@ -444,6 +462,7 @@ class Writer {
   // Waiting threads are woken once the backlog is down to two thirds of the limit, not at every
   // step: woken a few records at a time, many threads would take the cores from the writer.
   void publishFront(uint64_t tsc) {
+    if (g.crashing.load(std::memory_order_relaxed)) return;  // the threads wait for good
     const uint64_t deadline = tsc + lagTicks_;
     g.lagDeadline.store(deadline, std::memory_order_release);
     g.lagRounds.fetch_add(1, std::memory_order_seq_cst);
@@ -536,6 +555,33 @@ class Writer {
       }
       r = next;
     }
+  }
+
+  // The process is dying of a signal (flushForCrash): every record committed before it is
+  // written. The other threads wait at their next record, so the rings stop growing; a thread
+  // between taking its number and committing finishes within microseconds unless it is stopped
+  // itself (by a collector that stopped the world, say): it is waited for, up to half a second.
+  // Then everything committed is written, and the records still in flight are counted as lost.
+  void drainForCrash() {
+    const uint64_t deadline = monotonicNs() + 500'000'000;
+    for (;;) {
+      drainBelow(watermark());
+      if (!busyRings() || monotonicNs() > deadline) break;
+      timespec ts{0, 50000};
+      nanosleep(&ts, nullptr);
+    }
+    drainBelow(kEverything);
+    if (uint64_t inFlight = busyRings())
+      log_->write(Lost{{nextSeq_++, timeOf(__rdtsc()), kRecorderThread}, inFlight,
+                       kRecorderThread, "records in flight when the program died of a signal"});
+  }
+  // A bound above every sequence number drainBelow can meet (2 * bound + 1 must not overflow).
+  static constexpr uint64_t kEverything = UINT64_MAX / 4;
+  static uint64_t busyRings() {
+    uint64_t n = 0;
+    for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next)
+      n += r->busy.load(std::memory_order_acquire) != 0;
+    return n;
   }
 
   // Takes a sequence number, writes everything before it, then calls fn(), which writes the
@@ -859,7 +905,6 @@ class Writer {
   uint64_t lastFlushNs_ = 0;
   static constexpr uint64_t kRescanIntervalNs = 500'000'000;
   uint64_t lastRescanNs_ = 0;
-  uint32_t flushesAnswered_ = 0;
   bool reported_ = false;
   struct {
     uint64_t count = 0, copyNs = 0, bytes = 0;

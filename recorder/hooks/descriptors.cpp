@@ -21,6 +21,7 @@ int closeRange(unsigned first, unsigned last, int flags) {
 // thread's dup2) only goes to a free number, which this range does not need closed.
 int closeAround(unsigned first, unsigned last, int flags) {
   int log = logFd();
+  if (log >= 0 && !isLogFd(log)) log = -1;  // the program's file now: closed like the rest
   if (log < 0 || static_cast<unsigned>(log) < first || static_cast<unsigned>(log) > last)
     return closeRange(first, last, flags);
   auto at = static_cast<unsigned>(log);

@@ -3,14 +3,17 @@
 //   heaprec run [-o FILE] [--depth N] [--follow-exec] -- PROGRAM [ARGS...]
 //
 // Runs PROGRAM with the recorder module preloaded, waits for it (passing on the signals heaprec
-// itself gets), and exits with its status (128 + signal number when a signal killed it); 2
-// without running anything when PROGRAM cannot be recorded or the log cannot be written.
+// itself gets), and ends as it did: with its exit code, or killed by the signal that killed it
+// (without a core of its own); 2 without running anything when PROGRAM cannot be recorded or
+// the log cannot be written. A run that writes no log says so and leaves an earlier FILE as it
+// was.
 // PROGRAM's output is its own: when it has exited, heaprec prints the recorder's messages, a line
 // per log of the program's other processes and a last line saying where the log went.
 #include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -130,23 +133,81 @@ ProgramKind inspectProgram(const std::string& path) {
   return kind;
 }
 
-// Says why the log cannot be written, before anything runs; empty when it can be.
+// What a path names, to tell afterwards whether the recorder wrote it (a run whose program
+// never started recording leaves an earlier run's log as it was).
+struct FileId {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  timespec mtime{};
+  off_t size = 0;
+  bool regular = false;
+  bool operator==(const FileId& o) const {
+    return exists == o.exists && dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec && size == o.size;
+  }
+};
+
+FileId identify(const std::string& path) {
+  FileId id;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return id;
+  id.exists = true;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  id.mtime = st.st_mtim;
+  id.size = st.st_size;
+  id.regular = S_ISREG(st.st_mode);
+  return id;
+}
+
+// Says why the log cannot be written, before anything runs; empty when it can be. Leaves the
+// file as it was: an existing one is opened without truncation, a new one is created to see
+// that it can be, then removed again.
 std::string cannotWrite(const std::string& output) {
-  int fd = open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  bool existed = access(output.c_str(), F_OK) == 0;
+  int fd = open(output.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (existed ? 0 : O_CREAT | O_EXCL),
+                0644);
   if (fd >= 0) {
     close(fd);
+    if (!existed) unlink(output.c_str());
     return {};
   }
   int err = errno;
   std::string dir = output.substr(0, output.rfind('/'));
   if (dir.empty()) dir = "/";
+  struct stat st;
+  bool dirExists = stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   std::string why = std::strerror(err);
-  if (err == ENOENT) why = "the directory " + dir + " does not exist";
+  if (err == ENOENT)
+    why = dirExists ? "no file can be created in " + dir + " (" + why +
+                          "; a special file system such as /proc or /sys?)"
+                    : "the directory " + dir + " does not exist";
   if (err == EROFS) why = "the file system holding " + dir + " is read-only";
   if (err == EACCES) why = "permission denied (no write access to it or to " + dir + ")";
   if (err == EISDIR) why = "it is a directory";
   return "heaprec: cannot write the log " + output + ": " + why +
          "; choose another place with -o FILE\n";
+}
+
+// After the program died of `sig`: heaprec dies of it too, so that whoever waits for heaprec
+// sees the program's wait status (a shell prints "Segmentation fault", Python's subprocess
+// gets -11). As coreutils' timeout does, heaprec itself never dumps core (it is made
+// non-dumpable first): a core of heaprec would be no use and could overwrite the program's.
+[[noreturn]] void dieOf(int sig) {
+  std::fflush(nullptr);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  raise(sig);
+  // Signals whose default action does not end a process (SIGCHLD, SIGCONT, ...) cannot end
+  // the program either; anything else lands here only if the signal was somehow ignored.
+  _exit(128 + sig);
 }
 
 // A private FIFO for the recorder's messages (HEAPMAN_MESSAGES): heaprec prints them when the
@@ -205,12 +266,13 @@ std::vector<std::string> otherLogs(const std::string& output, time_t since) {
   return found;
 }
 
-// "N events", and where the log ends early, why.
-std::string describeLog(const std::string& path, const std::string& whyTruncated) {
+// "N events", then `whyTruncated` where the log ends early, `whenComplete` where it does not.
+std::string describeLog(const std::string& path, const std::string& whyTruncated,
+                        const std::string& whenComplete = "") {
   heapman::log::LogReader reader = heapman::log::LogReader::open(path);
   uint64_t events = reader.index() ? reader.index()->eventCount
                                    : heapman::log::summarize(reader).events;
-  return std::to_string(events) + " events" + (reader.end().complete ? "" : whyTruncated);
+  return std::to_string(events) + " events" + (reader.end().complete ? whenComplete : whyTruncated);
 }
 
 // The signals heaprec passes on to the program (and otherwise would die of, orphaning it).
@@ -380,6 +442,8 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     return kUsage;
   }
 
+  const FileId before = identify(output);
+
   time_t started = time(nullptr);
   MessageFifo fifo;
   if (!fifo.open()) fifo.path.clear();  // the recorder then writes its messages on stderr
@@ -450,11 +514,12 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   bool recorderSpoke = !fifo.text.empty();
   std::fputs(fifo.text.c_str(), stderr);
 
-  std::string why;
-  if (WIFSIGNALED(status))
-    why = std::string(", truncated: the program was killed by SIG") +
-          (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?") +
-          "; readable up to where it ends";
+  std::string why, killed;
+  if (WIFSIGNALED(status)) {
+    killed = std::string("the program was killed by SIG") +
+             (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+    why = ", truncated: " + killed + "; readable up to where it ends";
+  }
   else if (recorderSpoke)
     why = ", truncated: the recorder could not finish it (see above); readable up to where it ends";
   else
@@ -473,13 +538,33 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   if (others.size() > 20)
     std::fprintf(stderr, "heaprec: also wrote %zu more logs of other processes (%s.*)\n",
                  others.size() - 20, output.c_str());
-  try {
-    std::fprintf(stderr, "heaprec: wrote %s (%s)\n", output.c_str(), describeLog(output, why).c_str());
-  } catch (const std::exception& e) {
-    // Not a regular file (e.g. /dev/full): the recorder already said what went wrong.
-    struct stat st;
-    if (stat(output.c_str(), &st) != 0 || S_ISREG(st.st_mode))
-      std::fprintf(stderr, "heaprec: no readable log at %s (%s)\n", output.c_str(), e.what());
+  if (FileId after = identify(output); !after.exists || (after.regular && after == before)) {
+    // The recorder never opened the log: the program did not start (exec failed), or it
+    // cleared the preload, or it is not what heaprec recorded (statically linked).
+    std::string what = code == kCannotRun || code == 126
+                           ? "the program could not be started"
+                           : "the recorder never started in the program (did it clear "
+                             "LD_PRELOAD, or is it statically linked?)";
+    if (after.exists)
+      std::fprintf(stderr, "heaprec: no log written: %s; %s is an earlier run's log, left as it was\n",
+                   what.c_str(), output.c_str());
+    else
+      std::fprintf(stderr, "heaprec: no log written: %s\n", what.c_str());
+  } else {
+    try {
+      std::fprintf(stderr, "heaprec: wrote %s (%s)\n", output.c_str(),
+                   describeLog(output, why, killed.empty() ? "" : "; " + killed + " after the "
+                                                                    "log was finished").c_str());
+    } catch (const std::exception& e) {
+      // Not a regular file (e.g. /dev/full): the recorder already said what went wrong.
+      struct stat st;
+      if (stat(output.c_str(), &st) != 0 || S_ISREG(st.st_mode))
+        std::fprintf(stderr, "heaprec: no readable log at %s (%s)\n", output.c_str(), e.what());
+    }
+  }
+  if (WIFSIGNALED(status)) {
+    if (WCOREDUMP(status)) std::fprintf(stderr, "heaprec: the program dumped core\n");
+    dieOf(WTERMSIG(status));
   }
   return code;
 }

@@ -79,7 +79,7 @@ RunResult run(const TempDir& dir, const std::string& name, const std::vector<std
   if (WIFEXITED(status))
     r.status = WEXITSTATUS(status);
   else if (WIFSIGNALED(status))
-    r.status = 128 + WTERMSIG(status);
+    r.status = 128 + (r.signal = WTERMSIG(status));
   r.out = readFile(outPath);
   r.err = readFile(errPath);
   return r;
@@ -116,7 +116,8 @@ Recording recordTo(const TempDir& dir, const std::string& name, const std::strin
   size_t newline = end ? err.rfind('\n', end - 1) : std::string::npos;
   size_t start = newline == std::string::npos ? 0 : newline + 1;
   std::string last = err.substr(start, end - start);
-  static const std::regex wrote(R"(^heaprec: wrote (.+) \(([0-9]+) events\)$)");
+  // "(N events)", or "(N events; the program was killed by SIGX after the log was finished)".
+  static const std::regex wrote(R"(^heaprec: wrote (.+) \(([0-9]+) events(; [^)]*)?\)$)");
   std::smatch m;
   if (std::regex_match(last, m, wrote)) {
     rec.hasWroteLine = true;

@@ -41,6 +41,7 @@ class TempDir {
 
 struct RunResult {
   int status = -1;  // exit status, or 128 + signal number when killed by a signal
+  int signal = 0;   // the signal that killed it, 0 when it exited
   std::string out, err;
   double seconds = 0;
 };

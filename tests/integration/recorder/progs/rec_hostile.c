@@ -9,6 +9,10 @@
  *   closerange       close_range(3, ~0U, 0) first, then allocates; prints "ok"
  *   closefrom        closefrom(3) first, then allocates; prints "ok"
  *   closeloop        close(fd) for fd 3..65535 first (a daemon's loop), then allocates; "ok"
+ *   rawcloseloop     the same through the close system call itself (no libc, no hook)
+ *   rawclose FILE    the close_range system call over 3..~0U (no hook), then opens FILE and puts
+ *                    it on every number 3..1023 with the dup3 system call, so that the log's old
+ *                    number names FILE; allocates, writes "mine\n" to FILE; prints "ok"
  *   raise SIG        allocates, then kill(getpid(), SIG) (the default action ends it)
  *   wait FILE        allocates, creates FILE, then waits to be killed (at most 60 s)
  *   overflow         allocates, then recurses until the stack overflows (SIGSEGV)
@@ -116,6 +120,19 @@ int main(int argc, char** argv) {
     closefrom(3);
   } else if (strcmp(mode, "closeloop") == 0) {
     for (int fd = 3; fd < 65536; ++fd) close(fd);
+  } else if (strcmp(mode, "rawcloseloop") == 0) {
+    for (int fd = 3; fd < 65536; ++fd) syscall(SYS_close, fd);
+  } else if (strcmp(mode, "rawclose") == 0) {
+    if (syscall(SYS_close_range, 3U, ~0U, 0) != 0) return 1;
+    int fd = open(arg, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return 1;
+    for (int k = 3; k < 1024; ++k)
+      if (k != fd && syscall(SYS_dup3, fd, k, 0) != k) return 1;
+    allocate(count);
+    if (write(fd, "mine\n", 5) != 5) return 1;
+    heapman_event("end");
+    printf("ok\n");
+    return 0;
   } else if (strcmp(mode, "raise") == 0) {
     int sig = atoi(arg);
     allocate(count);
