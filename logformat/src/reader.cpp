@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <kj/exception.h>
+#include <unordered_map>
 
 #include "capnp_codec.h"
 
@@ -25,6 +26,54 @@ std::string hex64(uint64_t v) {
 }
 
 std::string describe(const kj::Exception& e) { return e.getDescription().cStr(); }
+
+// The chunk order the chunk headers alone show (docs/DESIGN.md §1.6), checked alike on the
+// footer's chunk list and on the scan's: records chunks' firstSeq never decreases (each starts
+// where the one before it ended); a RAM dump's firstSeq (the position in the event stream when
+// it was written) never decreases and is not below the firstSeq of the records chunk before
+// it; and no chunk repeats an earlier one of its type and firstSeq (same lengths, record count
+// and payload checksum: a chunk written twice). A gap needs the records decoded: LogCheck.
+class ChunkOrder {
+ public:
+  void add(const ChunkRef& c) {
+    bool records = c.header.type == static_cast<uint16_t>(ChunkType::kRecords);
+    if (!records && c.header.type != static_cast<uint16_t>(ChunkType::kRamDump)) return;
+    uint64_t seq = c.header.firstSeq;
+    if (records_ && seq < records_->header.firstSeq)
+      fail(c, std::string(records ? "records start" : "RAM dump written") +
+                  " at sequence number " + std::to_string(seq) + ", before the records of chunk " +
+                  std::to_string(records_->number) + " (" +
+                  std::to_string(records_->header.firstSeq) + "): chunks out of order");
+    if (!records && ram_ && seq < ram_->header.firstSeq)
+      fail(c, "RAM dump written at sequence number " + std::to_string(seq) +
+                  ", before the RAM dump of chunk " + std::to_string(ram_->number) + " (" +
+                  std::to_string(ram_->header.firstSeq) + "): chunks out of order");
+    Run& run = records ? recordsRun_ : ramRun_;
+    if (run.chunks.empty() || run.firstSeq != seq) {
+      run.firstSeq = seq;
+      run.chunks.clear();
+    }
+    auto [it, fresh] = run.chunks.try_emplace(c.header.payloadChecksum, c);
+    const ChunkHeader& a = it->second.header;
+    if (!fresh && a.storedLength == c.header.storedLength && a.rawLength == c.header.rawLength &&
+        a.recordCount == c.header.recordCount && a.flags == c.header.flags)
+      fail(c, "repeats chunk " + std::to_string(it->second.number) +
+                  " (the same sequence number, length and payload checksum): a chunk written "
+                  "twice");
+    (records ? records_ : ram_) = c;
+  }
+
+ private:
+  struct Run {
+    uint64_t firstSeq = 0;
+    std::unordered_map<uint64_t, ChunkRef> chunks;  // of this firstSeq, by payload checksum
+  };
+  [[noreturn]] static void fail(const ChunkRef& c, const std::string& what) {
+    throw FormatError(ErrorCode::kBadSequence, c.offset, c.number, what);
+  }
+  std::optional<ChunkRef> records_, ram_;  // the last of each type
+  Run recordsRun_, ramRun_;
+};
 
 }  // namespace
 
@@ -250,6 +299,7 @@ bool LogReader::tryFooter() {
     std::vector<uint8_t> buf;
     IndexData index = detail::decodeIndex(payload(idx, buf));
     std::vector<ChunkRef> chunks;
+    ChunkOrder order;
     uint64_t expect = firstChunkOffset_;
     for (const IndexEntry& e : index.chunks) {
       if (e.offset != expect || e.offset > idxOff - kChunkHeaderSize) return false;
@@ -260,6 +310,7 @@ bool LogReader::tryFooter() {
       if (c.header.type != e.type || c.header.firstSeq != e.firstSeq ||
           c.header.recordCount != e.recordCount || c.end() > idxOff)
         return false;
+      order.add(c);
       expect = c.end();
       chunks.push_back(c);
     }
@@ -280,13 +331,24 @@ void LogReader::scan(ReadMode mode) {
     scanChunks();
   } catch (const FormatError& e) {
     if (mode == ReadMode::kStrict) throw;
-    // chunks_ holds the intact chunks before the damage.
-    uint64_t intact = chunks_.empty() ? firstChunkOffset_ : chunks_.back().end();
-    end_ = LogEnd{false, intact, storage_->size,
-                  std::string("corrupt at ") + e.what() + "; " + std::to_string(chunks_.size()) + " intact chunk" +
-                      (chunks_.size() == 1 ? "" : "s") + " end at byte " + std::to_string(intact),
-                  e};
+    endAtDamage(e);  // chunks_ holds the intact chunks before the damage
   }
+}
+
+void LogReader::endBefore(const FormatError& e) {
+  if (e.chunk() < 0 || static_cast<uint64_t>(e.chunk()) >= chunks_.size()) return;
+  chunks_.resize(static_cast<size_t>(e.chunk()));
+  index_.reset();  // it lists the chunks left out too
+  endAtDamage(e);
+}
+
+void LogReader::endAtDamage(const FormatError& e) {
+  uint64_t intact = chunks_.empty() ? firstChunkOffset_ : chunks_.back().end();
+  end_ = LogEnd{false, intact, storage_->size,
+                std::string("corrupt at ") + e.what() + "; " + std::to_string(chunks_.size()) +
+                    " intact chunk" + (chunks_.size() == 1 ? "" : "s") + " end at byte " +
+                    std::to_string(intact),
+                e};
 }
 
 void LogReader::scanChunks() {
@@ -294,6 +356,7 @@ void LogReader::scanChunks() {
   uint64_t size = storage_->size;
   uint64_t off = firstChunkOffset_;
   chunks_.clear();
+  ChunkOrder order;
   auto truncated = [&](uint64_t intact, std::string why) {
     end_ = LogEnd{false, intact, size,
                   why + "; " + std::to_string(chunks_.size()) + " intact chunk" +
@@ -345,6 +408,7 @@ void LogReader::scanChunks() {
       throw FormatError(ErrorCode::kBadFooter, off, n,
                         "the footer index does not match the chunks in the file");
     }
+    order.add(c);
     chunks_.push_back(c);
     off = c.end();
   }

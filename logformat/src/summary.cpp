@@ -3,25 +3,21 @@
 #include <memory>
 #include <unordered_map>
 
+#include "heapman/logformat/check.h"
+
 namespace heapman::log {
 
 namespace {
 
 struct Counter {
   LogSummary& s;
+  LogCheck& check;
   std::unordered_map<uint32_t, std::string> names;
   std::unordered_map<uint32_t, uint64_t> eventCounts;
   uint64_t lastSeq = 0;
   bool anySeq = false;
-  uint64_t where = 0;
-  int64_t chunk = 0;
 
   void seen(const EventCommon& ev) {
-    if (anySeq && ev.seq <= lastSeq) {
-      throw FormatError(ErrorCode::kBadSequence, where, chunk,
-                        "sequence number " + std::to_string(ev.seq) + " does not follow " +
-                            std::to_string(lastSeq));
-    }
     if (!anySeq) s.firstSeq = ev.seq;
     anySeq = true;
     lastSeq = ev.seq;
@@ -29,8 +25,13 @@ struct Counter {
     if (ev.timeNs > s.durationNs) s.durationNs = ev.timeNs;
   }
 
+  // An event of an extended kind this reader does not know: not counted, but its sequence
+  // number is the log's.
+  void skippedEvent(const EventCommon& ev) { check.event(ev.seq); }
+
   template <class T>
   void operator()(const T& r) {
+    check.record(r);
     s.records[Record(std::in_place_type<T>).index()]++;
     if constexpr (requires { r.ev; }) seen(r.ev);
     if constexpr (std::is_same_v<T, Alloc>) {
@@ -60,21 +61,22 @@ struct Counter {
 
 LogSummary summarize(const LogReader& reader) {
   LogSummary s;
-  Counter counter{s, {}, {}};
+  LogCheck check(reader);
+  Counter counter{s, check, {}, {}};
   std::vector<uint8_t> buf;
   auto model = std::make_unique<ChunkModel>();  // 270 KiB: not on the stack
   for (const ChunkRef& c : reader.chunks()) {
     s.chunks++;
     s.storedBytes += c.header.storedLength;
     s.rawBytes += c.header.rawLength;
-    counter.where = c.offset;
-    counter.chunk = c.number;
     switch (static_cast<ChunkType>(c.header.type)) {
       case ChunkType::kRecords: {
         s.recordChunks++;
         uint64_t before = 0;
         for (uint64_t n : s.records) before += n;
+        check.beginRecords(c);
         uint32_t n = reader.decodeChunk(c, buf, counter, model.get());
+        check.endRecords();
         uint64_t after = 0;
         for (uint64_t k : s.records) after += k;
         s.stateRecords += n - (after - before);
@@ -83,6 +85,7 @@ LogSummary summarize(const LogReader& reader) {
       case ChunkType::kRamDump:
         s.ramChunks++;
         reader.forEachSegment(c, [&](const RamSegment& seg) {
+          check.ramSegment(c, seg);
           s.ramSegments++;
           s.ramBytes += seg.length;
           if (!seg.hasBytes) s.ramDedupedSegments++;
@@ -93,6 +96,7 @@ LogSummary summarize(const LogReader& reader) {
         break;
     }
   }
+  check.finish();
   s.lastSeq = counter.lastSeq;
   for (auto& [id, n] : counter.eventCounts) {
     auto it = counter.names.find(id);

@@ -69,6 +69,7 @@ struct LogWriter::Impl {
   std::unordered_set<uint64_t> ramHashes;
 
   uint64_t globalNextSeq = 0;  // one past the last event's sequence number
+  bool seqStarted = false;     // a records chunk with an event was written: globalNextSeq holds
   uint64_t endTime = 0;
   IndexData index;
   std::vector<uint8_t> scratch;
@@ -194,8 +195,10 @@ __attribute__((always_inline)) inline void LogWriter::beginEvent(const EventComm
   Impl& d = *impl_;
   if (!d.haveEvent) {
     d.haveEvent = true;
-    d.chunkFirstSeq = ev.seq;
-    d.nextSeq = ev.seq;
+    // A records chunk starts where the one before it ended (a gap there is a SEQ record, as
+    // anywhere), so that a reader tells a chunk missing from the file from events never written.
+    d.chunkFirstSeq = d.seqStarted ? d.globalNextSeq : ev.seq;
+    d.nextSeq = d.chunkFirstSeq;
     d.entry.firstTimeNs = ev.timeNs;
   }
   noteTime(ev);
@@ -582,7 +585,10 @@ void LogWriter::flushRecords() {
   raw.putBytes(d.s.data(), d.s.size());
   raw.putBytes(d.m.data(), d.m.size());
   uint64_t first = d.haveEvent ? d.chunkFirstSeq : d.globalNextSeq;
-  if (d.haveEvent) d.globalNextSeq = d.nextSeq;
+  if (d.haveEvent) {
+    d.globalNextSeq = d.nextSeq;
+    d.seqStarted = true;
+  }
   d.entry.lastSeq = d.haveEvent ? d.nextSeq - 1 : first - 1;
   IndexEntry entry = std::move(d.entry);
   writeChunk(static_cast<uint16_t>(ChunkType::kRecords), raw.data(), raw.size(), first, d.count,
@@ -634,6 +640,9 @@ void LogWriter::writeRawChunk(uint16_t type, std::span<const uint8_t> payload, u
   flush();
   IndexEntry entry;
   writeChunk(type, payload.data(), payload.size(), firstSeq, count, &entry);
+  // Where raw records end is the caller's to know: the next records chunk starts at its first
+  // event, and the caller makes that continue the raw chunk.
+  if (type == static_cast<uint16_t>(ChunkType::kRecords)) impl_->seqStarted = false;
 }
 
 }  // namespace heapman::log

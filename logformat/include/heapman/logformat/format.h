@@ -26,7 +26,10 @@
 //     6   2  flags            bit 0: payload is LZ4 block-compressed (else stored raw)
 //     8   4  storedLength     payload bytes on disk that follow this header
 //    12   4  rawLength        payload bytes after decompression (== storedLength when raw)
-//    16   8  firstSeq         sequence number of the first event record in the chunk
+//    16   8  firstSeq         records: the sequence number where the records chunk before it
+//                             ended (one past its last event; the first records chunk: its
+//                             first event's), so that chunk k+1 continues chunk k exactly;
+//                             a RAM dump: the next event's sequence number when it was written
 //    24   4  recordCount      records in the chunk (events and definitions)
 //    28   4  headerCheck      low 32 bits of XXH3-64 of header bytes 0..27
 //    32   8  payloadChecksum  XXH3-64 of the storedLength payload bytes as stored
@@ -48,7 +51,8 @@
 //     zeroed free ring, lastAddress = 0, lastFreeOrdinal = -1.
 // Event records take sequence number nextSeq, then nextSeq += 1, and carry the current time
 // and thread. Definitions (stack nodes, collected sets, extended definitions) take no sequence
-// number. Sequence numbers increase strictly through a log.
+// number. Sequence numbers increase strictly through a log and stay at or below kMaxSeq; a
+// gap, also one at the start of a chunk, is a SEQ record (check.h: the chunk sequence rules).
 //
 // Prediction model. Allocations of the chunk are numbered 0, 1, ... (their "ordinal"). Each
 // allocation names an entry of the chunk's dictionary of AllocInfo {heap kind, size, actual
@@ -140,6 +144,11 @@ inline constexpr size_t kTrailerSize = 16;
 // Upper bound on a chunk's raw payload; readers refuse larger (corruption guard).
 inline constexpr uint32_t kMaxChunkRaw = 64u << 20;
 inline constexpr uint32_t kMaxHeaderLength = 16u << 20;
+// Largest sequence number a log may hold (2^40 - 1, a trillion events): readers pack sequence
+// numbers into 40 bits. Larger ones are corruption (a flipped SEQ record, say).
+inline constexpr uint64_t kMaxSeq = (uint64_t{1} << 40) - 1;
+// Allocation addresses are user-space pointers: below 2^48 (or 0, an allocation that failed).
+inline constexpr uint64_t kAddressLimit = uint64_t{1} << 48;
 
 enum class ChunkType : uint16_t {
   kRecords = 1,

@@ -2,8 +2,10 @@
 // scanning, checks every chunk it reads, and decodes records in order.
 //
 // A log without a footer (its recorder died) is read up to its last intact chunk; end() says
-// where it stops and why. Corruption (bad magic, bad checksum, undecodable payload) throws
-// FormatError naming the chunk and file offset. Reading does not change the file.
+// where it stops and why. Corruption (bad magic, bad checksum, undecodable payload, chunks
+// whose headers' sequence numbers step back or repeat) throws FormatError naming the chunk and
+// file offset. What needs the records decoded (a chunk missing from the middle, addresses, stack
+// ids...) is LogCheck's (check.h). Reading does not change the file.
 #pragma once
 
 #include <cstdint>
@@ -65,12 +67,12 @@ enum class ReadMode {
 // (kBadRecord) on malformed input; `where` and `chunk` name the chunk in that error.
 // `model` is scratch state; pass one to reuse its memory across chunks (it is reset here).
 //
-// Optional fast hook (detected at compile time): a visitor with a member
-// `allocLocal(const Alloc&, uint32_t chunkInfo)` gets every Alloc through it instead of
-// operator(), together with the allocation's index in the chunk's dictionary
-// (ChunkModel::infos). Equal indices within one chunk mean equal (heap, size, actual size,
-// stack, type); indices restart at every chunk. Replay uses it to intern per dictionary entry
-// instead of per allocation.
+// Optional hooks (detected at compile time): SkippedEventVisitor below, and a fast one: a
+// visitor with a member `allocLocal(const Alloc&, uint32_t chunkInfo)` gets every Alloc
+// through it instead of operator(), together with the allocation's index in the chunk's
+// dictionary (ChunkModel::infos). Equal indices within one chunk mean equal (heap, size, actual
+// size, stack, type); indices restart at every chunk. Replay uses it to intern per dictionary
+// entry instead of per allocation.
 template <class Visitor>
 uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&& visitor,
                        uint64_t where = 0, int64_t chunk = FormatError::kNoChunk,
@@ -78,6 +80,11 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
 
 template <class V>
 concept AllocLocalVisitor = requires(V& v, const Alloc& a, uint32_t i) { v.allocLocal(a, i); };
+// A visitor with a member `skippedEvent(const EventCommon&)` hears of the events of extended
+// kinds this reader does not know (a newer minor version's): they take a sequence number, which
+// the chunk sequence check (check.h) must count.
+template <class V>
+concept SkippedEventVisitor = requires(V& v, const EventCommon& ev) { v.skippedEvent(ev); };
 
 class LogReader {
  public:
@@ -105,6 +112,11 @@ class LogReader {
   const LogEnd& end() const { return end_; }
   // The footer's index when the log is complete.
   const std::optional<IndexData>& index() const { return index_; }
+  // Ends chunks() before the chunk `e` names, as ReadMode::kIntactPrefix ends it at a corrupt
+  // chunk header, for damage found later: a payload that fails, records that break LogCheck's
+  // rules (check.h). What follows the damage is then left out by every reader of chunks();
+  // end().corruption keeps `e`. An error that names no chunk of the list changes nothing.
+  void endBefore(const FormatError& e);
 
   // Checks the chunk's checksum and returns its raw payload (decompressed into `buffer` when
   // needed). Throws kBadChecksum / kBadPayload naming the chunk.
@@ -141,6 +153,7 @@ class LogReader {
   bool tryFooter();
   void scan(ReadMode mode);
   void scanChunks();
+  void endAtDamage(const FormatError& e);
   ChunkHeader readChunkHeader(uint64_t offset, uint32_t number) const;
   void checkCount(const ChunkRef& c, uint32_t decoded) const;
 
@@ -418,7 +431,11 @@ uint32_t decodeRecords(std::span<const uint8_t> raw, uint64_t firstSeq, Visitor&
           EventCommon common = isEvent ? ev : EventCommon{};
           auto rec = detail::decodeExtended(kind, common, {body, static_cast<size_t>(len)},
                                             where, chunk);
-          if (rec) std::visit(visitor, *rec);
+          if (rec) {
+            std::visit(visitor, *rec);
+          } else if constexpr (SkippedEventVisitor<std::remove_reference_t<Visitor>>) {
+            if (isEvent) visitor.skippedEvent(common);
+          }
           break;
         }
         default:

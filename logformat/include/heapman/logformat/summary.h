@@ -1,6 +1,7 @@
 // Whole-log statistics for `heapman info` and the full check behind `heapman verify`.
-// summarize() reads every chunk: checksums, decompression, record decoding, record counts and
-// sequence order. It throws FormatError at the first problem, naming the chunk.
+// summarize() reads every chunk: checksums, decompression, record decoding, record counts, and
+// the rules of LogCheck (check.h: the chunk sequence, sequence order, addresses, stack node ids,
+// RAM dump references). It throws FormatError at the first problem, naming the chunk.
 #pragma once
 
 #include <array>

@@ -108,7 +108,9 @@ class LogWriter {
   // flush(), then the index chunk and trailer. No record may follow.
   void finish();
 
-  // Writes raw bytes as a chunk of any type (tests use this for unknown chunk types).
+  // Writes raw bytes as a chunk of any type (tests use this for unknown chunk types). After a
+  // records chunk, the next records chunk starts at its first event: the caller keeps the
+  // chunks' sequence numbers continuing each other (check.h).
   void writeRawChunk(uint16_t type, std::span<const uint8_t> payload, uint64_t firstSeq,
                      uint32_t count);
 
