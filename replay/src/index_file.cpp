@@ -218,8 +218,8 @@ std::vector<uint8_t> Replay::Index::checkpointBytes(size_t i) const {
   std::vector<uint8_t> raw;
   if (XXH3_64bits(stored.data(), stored.size()) != c.hash ||
       !detail::lz4Decompress(stored, c.raw, raw))
-    throw ReplayError("index checkpoint " + std::to_string(i) +
-                      " is damaged; delete the index file to rebuild it");
+    throw DataError("index checkpoint " + std::to_string(i) +
+                    " is damaged; delete the index file to rebuild it");
   return raw;
 }
 

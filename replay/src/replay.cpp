@@ -15,12 +15,16 @@
 #include <thread>
 #include <type_traits>
 
+#include "heapman/logformat/check.h"
 #include "index_file.h"
 #include "serial.h"
 
 namespace heapman::replay {
 
 using namespace heapman::log;
+
+// The live set packs what LogCheck lets through: the log format's limits are the replay's.
+static_assert(kMaxSeq == log::kMaxSeq && LiveSet::kAddressLimit == log::kAddressLimit);
 
 const char* deathName(Death d) {
   switch (d) {
@@ -119,8 +123,9 @@ class Replay::InfoDict {
       if (infos_[v - 1] == a) return v - 1;
     }
     if (infos_.size() >= kMaxInfos)
-      throw ReplayError("more than " + std::to_string(kMaxInfos) +
-                        " distinct (heap, size, stack, type, thread) combinations");
+      throw DataError("the log has more than " + std::to_string(kMaxInfos) +
+                      " distinct (heap, size, stack, type, thread) combinations, more than this "
+                      "heapman can replay (a corrupt log? `heapman verify LOG` checks it)");
     infos_.push_back(a);
     if (infos_.size() * 2 > table_.size()) {
       rehash(table_.size() * 2);
@@ -190,7 +195,8 @@ struct Op {
   uint64_t a, b, size, actual;
 };
 static_assert(sizeof(Op) == 64);
-constexpr uint8_t kOpAlloc = 0, kOpFree = 1, kOpRealloc = 2, kOpOther = 3;
+// kOpSkipped: an event of an extended kind the decoder does not know (seq only).
+constexpr uint8_t kOpAlloc = 0, kOpFree = 1, kOpRealloc = 2, kOpOther = 3, kOpSkipped = 4;
 
 // A block of decoded operations; blocks of one chunk arrive in order, the last with chunkEnd.
 struct Batch {
@@ -296,6 +302,10 @@ struct BatchCollector {
                         r.typeId, r.ev.seq, r.ev.timeNs, r.oldAddress, r.newAddress, r.size,
                         r.actualSize});
   }
+  void skippedEvent(const EventCommon& ev) {
+    room();
+    cur->ops.push_back({kOpSkipped, 0, ev.thread, 0, 0, ev.seq, ev.timeNs, 0, 0, 0, 0});
+  }
   template <class T>
   void operator()(const T& r) {
     room();
@@ -320,6 +330,9 @@ void replayBatch(const Batch& b, V& v) {
       case kOpRealloc:
         v(Realloc{{op.seq, op.time, op.thread}, static_cast<HeapKind>(op.heap), op.a, op.b,
                   op.size, op.actual, op.stackId, op.typeId});
+        break;
+      case kOpSkipped:
+        v.skippedEvent(EventCommon{op.seq, op.time, op.thread});
         break;
       default:
         std::visit(v, b.others[op.a]);
@@ -433,8 +446,9 @@ struct Replay::Applier {
   uint64_t definitions = 0;  // records applied that are not events (rare: counted apart)
   // Events applied: every record entered past the skipped ones is an event or a definition.
   uint64_t applied() const { return visited - std::min(visited, skip) - definitions; }
-  // Index pass only.
   const ChunkRef* chunk = nullptr;  // being decoded (named in errors)
+  // Index pass only.
+  LogCheck* check = nullptr;  // the log's rules, every record through it
   std::unordered_map<uint32_t, size_t>* gcIndex = nullptr;
   std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
   bool sawEvent = false;
@@ -446,11 +460,11 @@ struct Replay::Applier {
       ++visited;
       return false;
     }
+    // What `heapman verify` refuses, the index pass refuses: one set of rules (check.h).
+    if constexpr (kBuild) check->record(rec);
     if constexpr (IsEvent<T>) {
       if (rec.ev.seq >= limit) throw StopDecoding{};
       if constexpr (kBuild) {
-        if (sawEvent && rec.ev.seq < r.tables_.endSeq) [[unlikely]]
-          badSequence(rec.ev.seq);
         if (!sawEvent) r.tables_.firstSeq = rec.ev.seq;
         sawEvent = true;
         r.tables_.endSeq = rec.ev.seq + 1;
@@ -464,14 +478,9 @@ struct Replay::Applier {
     return true;
   }
 
-  // Sequence numbers increase strictly through a log (format.h); `heapman verify` refuses a log
-  // where they do not (a chunk written twice, a corrupt SEQ record), and so do queries.
-  [[noreturn, gnu::noinline, gnu::cold]] void badSequence(uint64_t seq) const {
-    throw FormatError(ErrorCode::kBadSequence, chunk->offset, chunk->number,
-                      "sequence number " + std::to_string(seq) + " does not follow " +
-                          std::to_string(r.tables_.endSeq - 1) +
-                          " (a chunk repeated or out of order?); `heapman verify` names the "
-                          "first bad chunk");
+  // An event of an extended kind the decoder does not know: its sequence number counts.
+  void skippedEvent(const EventCommon& ev) {
+    if constexpr (kBuild) check->event(ev.seq);
   }
 
   [[gnu::always_inline]] void kill(const LiveObject& o, Death how, uint64_t seq) {
@@ -485,21 +494,17 @@ struct Replay::Applier {
     if (observer) observer->died(o, how, seq);
   }
 
-  // False for address 0 (an allocation that failed: nothing lives); throws beyond the limits.
-  [[gnu::always_inline]] static bool bornAt(uint64_t address, uint64_t seq) {
+  // False for address 0 (an allocation that failed: nothing lives). Beyond the live set's
+  // limits it throws: the index pass (LogCheck) refuses such a log before a seek can meet one.
+  [[gnu::always_inline]] bool bornAt(uint64_t address, uint64_t seq) const {
     if (address - 1 >= LiveSet::kAddressLimit - 1 || seq > kMaxSeq) [[unlikely]]
       return bornAtChecked(address, seq);
     return true;
   }
-  [[gnu::noinline, gnu::cold]] static bool bornAtChecked(uint64_t address, uint64_t seq) {
+  [[gnu::noinline, gnu::cold]] bool bornAtChecked(uint64_t address, uint64_t seq) const {
     if (address == 0) return false;
-    if (address >= LiveSet::kAddressLimit) {
-      char b[32];
-      std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(address));
-      throw ReplayError(std::string("allocation at ") + b + " (seq " + std::to_string(seq) +
-                        ") is above 2^48: not a user-space address");
-    }
-    if (seq > kMaxSeq) throw ReplayError("sequence number " + std::to_string(seq) + " too large");
+    if (address >= LiveSet::kAddressLimit) LogCheck::badAddress(chunk, address, seq);
+    if (seq > kMaxSeq) LogCheck::beyondMaxSeq(chunk, seq);
     return true;
   }
 
@@ -644,13 +649,7 @@ struct Replay::Applier {
   void operator()(const StackNode& n) {
     if (!enter(n)) return;
     if constexpr (kBuild) {
-      // Node ids are dense (the recorder numbers nodes 1, 2, ...): an id beyond what the log's
-      // records can define is corruption, not a reason to allocate a table that large.
-      if (n.id > r.maxStackNodes_)
-        throw FormatError(ErrorCode::kBadRecord, chunk->offset, chunk->number,
-                          "records do not decode: stack node id " + std::to_string(n.id) +
-                              " is beyond the " + std::to_string(r.maxStackNodes_) +
-                              " nodes the log's records can hold");
+      // LogCheck has bounded the id by the nodes defined before it: the table stays that size.
       auto& s = r.tables_.stacks;
       if (n.id >= s.size()) s.resize(std::max<size_t>(n.id + 1, s.size() + s.size() / 2));
       s[n.id] = {n.parent, n.managed, true, n.frame};
@@ -707,12 +706,12 @@ void Replay::init() {
   static std::atomic<uint64_t> serials{0};
   serial_ = ++serials;
   dict_ = std::make_unique<InfoDict>(tables_.infos);
-  for (const ChunkRef& c : reader_.chunks())
-    if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
-  // A stack node record takes at least 4 raw bytes (tag and three varints).
-  uint64_t raw = 0;
-  for (const ChunkRef& c : recordChunks_) raw += c.header.rawLength;
-  maxStackNodes_ = std::max<uint64_t>(raw / 4, 1u << 16);
+  auto listRecordChunks = [&] {
+    recordChunks_.clear();
+    for (const ChunkRef& c : reader_.chunks())
+      if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
+  };
+  listRecordChunks();
   auto t0 = std::chrono::steady_clock::now();
   bool loaded = false;
   std::vector<std::string> refused;  // paths holding a FIFO, a directory...: never opened again
@@ -752,15 +751,17 @@ void Replay::init() {
     try {
       buildTables(true);
     } catch (const FormatError& e) {
-      // A chunk the scan could not see was damaged (its payload: checksum, decompression or
-      // records). Replay the chunks before it, afresh, and keep no index for a damaged log.
-      auto bad = std::find_if(recordChunks_.begin(), recordChunks_.end(),
-                              [&](const ChunkRef& c) { return c.number == e.chunk(); });
-      if (!options_.intactPrefix || e.code() == ErrorCode::kBadSequence ||
-          bad == recordChunks_.end())
+      // Damage the scan could not see: a payload that fails (checksum, decompression, records),
+      // or records that break the log's rules (LogCheck: a chunk missing, repeated or out of
+      // order, an impossible address or stack id). The log ends before that chunk for every
+      // reader of it (the graph's RAM dumps too); replay the chunks before it, afresh, and keep
+      // no index for a damaged log.
+      if (!options_.intactPrefix || e.chunk() < 0 ||
+          static_cast<uint64_t>(e.chunk()) >= reader_.chunks().size())
         throw;
       damage_ = e;
-      recordChunks_.erase(bad, recordChunks_.end());
+      reader_.endBefore(e);
+      listRecordChunks();
       index_ = std::make_unique<Index>();  // drops the spill file
       where.clear();
       status_.why = "not written: the log is damaged";
@@ -829,20 +830,24 @@ void Replay::buildTables(bool withCheckpoints) {
   cpChainEntries_ = 0;
   cpSpent_ = 0;
   cpBytesPerEntry_ = 2.0;
+  LogCheck check(reader_);
   forEachChunk(
       0,
       [&](size_t k) {
+        check.beginRecords(recordChunks_[k]);
         if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0)
           maybeCheckpoint(k, sinceCheckpoint);
         dict_->newChunk();
         Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
         a.chunk = &recordChunks_[k];
+        a.check = &check;
         a.gcIndex = &gcIndex;
         a.eventCounts = &eventCounts;
         a.sawEvent = sawEvent;
         return a;
       },
       [&](size_t k, Applier<true>& a, bool) {
+        check.endRecords();
         sawEvent = a.sawEvent;
         sinceCheckpoint += a.applied();
         stats_.eventsApplied += a.applied();
@@ -851,6 +856,7 @@ void Replay::buildTables(bool withCheckpoints) {
         return true;
       },
       [](size_t) { return true; });
+  check.finish();
   if (!sawEvent) tables_.firstSeq = tables_.endSeq = 0;
   cpFloor_ = 0;
   cpDeltaOk_ = false;
@@ -873,6 +879,7 @@ void Replay::runForward(uint64_t limit, Observer* observer) {
       [&](size_t k) {
         dict_->newChunk();
         Applier<false> a{*this, limit, observer};
+        a.chunk = &recordChunks_[k];
         a.skip = k == chunk_ ? consumed_ : 0;
         return a;
       },
@@ -1062,8 +1069,8 @@ void Replay::loadCheckpoint(size_t i) {
       applyCheckpoint(raw, index_->checkpoints[j].delta);
     } catch (const log::CursorOverrun& e) {
       resetState();
-      throw ReplayError("index " + status_.path + ": checkpoint " + std::to_string(j) +
-                        " is corrupt (" + e.what() + "); delete the index file to rebuild it");
+      throw DataError("index " + status_.path + ": checkpoint " + std::to_string(j) +
+                      " is corrupt (" + e.what() + "); delete the index file to rebuild it");
     }
   }
   consumed_ = 0;

@@ -1,7 +1,8 @@
-// Damaged and crafted logs in the engine: what `heapman verify` refuses, queries refuse too
-// (sequence numbers that go back, a chunk written twice); a corrupt chunk in the middle leaves the
-// chunks before it readable (ReplayOptions::intactPrefix); sizes read from the file cannot make
-// the engine allocate beyond what the file holds; a cancelled seek leaves a usable replay.
+// Damaged and crafted logs in the engine: what `heapman verify` refuses, queries refuse too (a
+// chunk missing, written twice or out of order, an address or stack node id no log holds); a
+// corrupt chunk in the middle leaves the chunks before it readable (ReplayOptions::intactPrefix);
+// sizes read from the file cannot make the engine allocate beyond what the file holds; a
+// cancelled seek leaves a usable replay.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -40,21 +41,91 @@ std::vector<uint8_t> withChunkTwice(const std::vector<uint8_t>& log, uint32_t tw
   return b.finish();
 }
 
-}  // namespace
+// The header of `log` and its chunks but the one numbered `lost`, without footer: the log of a
+// recorder that died, with a chunk missing from its middle.
+std::vector<uint8_t> withoutChunk(const std::vector<uint8_t>& log, uint32_t lost) {
+  LogReader in = LogReader::fromBytes(log);
+  auto at = [&](uint64_t offset) { return log.begin() + static_cast<ptrdiff_t>(offset); };
+  std::vector<uint8_t> out(log.begin(), at(in.chunks().at(0).offset));
+  for (const ChunkRef& c : in.chunks())
+    if (c.number != lost) out.insert(out.end(), at(c.offset), at(c.end()));
+  return out;
+}
 
-TEST_CASE("a chunk written twice is refused by queries as by verify", "[replay][damaged]") {
-  auto log = withChunkTwice(makeWorkload(3, 8, 100), 2);
+// What a query answers over the prefix before the damaged chunk `bad` of `log` (numbered in
+// `log`): the damage verify names, the state at its end that of the intact log there.
+void checkPrefixAnswer(const std::vector<uint8_t>& log, const std::vector<uint8_t>& intactLog,
+                       uint32_t bad, ErrorCode code) {
+  LogReader intact = LogReader::fromBytes(intactLog);
   auto verify = formatErrorOf([&] { (void)summarize(LogReader::fromBytes(log)); });
   REQUIRE(verify);
-  CHECK(verify->code() == ErrorCode::kBadSequence);
-  CHECK(verify->chunk() == 3);
-  for (bool prefix : {false, true}) {
-    auto query = formatErrorOf([&] { Replay r(LogReader::fromBytes(log), quiet(prefix)); });
-    REQUIRE(query);
-    CHECK(query->code() == ErrorCode::kBadSequence);
-    CHECK(query->chunk() == 3);
-    CHECK(query->offset() == verify->offset());
-  }
+  INFO(verify->what());
+  CHECK(verify->code() == code);
+  CHECK(verify->chunk() == bad);
+  // A strict replay refuses it as verify does; in the queries' mode it answers before it.
+  auto strict = formatErrorOf([&] { Replay r(LogReader::fromBytes(log), quiet()); });
+  REQUIRE(strict);
+  CHECK(strict->code() == code);
+  CHECK(strict->chunk() == bad);
+  CHECK(strict->offset() == verify->offset());
+  Replay r(LogReader::fromBytes(log, "damaged", ReadMode::kIntactPrefix), quiet(true));
+  REQUIRE(r.damage());
+  CHECK(r.damage()->code() == code);
+  CHECK(r.damage()->chunk() == bad);
+  CHECK(r.damage()->offset() == verify->offset());
+  CHECK(r.reader().chunks().size() == bad);  // every reader of the log stops there too
+  uint64_t end = r.resolve("end");
+  CHECK(end == intact.chunks().at(bad).header.firstSeq);
+  r.seek(end);
+  CHECK(engineState(r) == referenceState(intact, end));
+}
+
+}  // namespace
+
+TEST_CASE("a chunk missing from a footer-less log: verify and queries say where",
+          "[replay][damaged]") {
+  const auto good = makeWorkload(5, 20, 150);
+  LogReader intact = LogReader::fromBytes(good);
+  REQUIRE(intact.chunks().size() > 8);
+  REQUIRE(intact.chunks()[6].header.type == static_cast<uint16_t>(ChunkType::kRecords));
+  // Chunk 6 lost: chunk 7 takes its place and number, and its records do not continue chunk 5's.
+  checkPrefixAnswer(withoutChunk(good, 6), good, 6, ErrorCode::kBadSequence);
+}
+
+TEST_CASE("a chunk written twice is refused by queries as by verify", "[replay][damaged]") {
+  // A finished log whose footer lists the copy too: the reader refuses it at the copy.
+  const auto good = makeWorkload(3, 8, 100);
+  auto log = withChunkTwice(good, 2);
+  auto strict = formatErrorOf([&] { (void)LogReader::fromBytes(log); });
+  REQUIRE(strict);
+  CHECK(strict->code() == ErrorCode::kBadSequence);
+  CHECK(strict->chunk() == 3);
+  CHECK_THAT(strict->what(), Catch::Contains("repeats chunk 2"));
+  Replay r(LogReader::fromBytes(log, "twice", ReadMode::kIntactPrefix), quiet(true));
+  REQUIRE(r.damage());
+  CHECK(r.damage()->code() == ErrorCode::kBadSequence);
+  CHECK(r.damage()->chunk() == 3);
+  CHECK(r.damage()->offset() == strict->offset());
+  LogReader intact = LogReader::fromBytes(good);
+  uint64_t end = r.resolve("end");
+  CHECK(end == intact.chunks().at(3).header.firstSeq);
+  r.seek(end);
+  CHECK(engineState(r) == referenceState(intact, end));
+}
+
+TEST_CASE("an allocation above 2^48 is a corrupt log for queries as for verify",
+          "[replay][damaged]") {
+  // Twenty allocations in chunk 0, then chunk 1 with one at `address` and five frame marks.
+  auto logWith = [](uint64_t address) {
+    LogBuilder b;
+    for (uint64_t i = 0; i < 20; ++i)
+      b.put(Alloc{b.next(), HeapKind::kNative, 0x10000 + 0x100 * i, 64, 64, 0, 0});
+    b.writer.flush();
+    b.put(Alloc{b.next(), HeapKind::kNative, address, 64, 64, 0, 0});
+    for (uint64_t i = 0; i < 5; ++i) b.put(FrameMark{b.next(), i});
+    return b.finish();
+  };
+  checkPrefixAnswer(logWith(uint64_t{1} << 48), logWith(0x7fff0000), 1, ErrorCode::kBadRecord);
 }
 
 TEST_CASE("a stack node id beyond what the log holds is refused, not allocated",
@@ -76,6 +147,12 @@ TEST_CASE("a stack node id beyond what the log holds is refused, not allocated",
   CHECK(err->chunk() == 0);
   CHECK(err->offset() == reader.chunks()[0].offset);
   CHECK_THAT(err->what(), Catch::Contains("stack node id 4294967280"));
+  // `heapman verify` refuses it alike.
+  auto verify = formatErrorOf([&] { (void)summarize(reader); });
+  REQUIRE(verify);
+  CHECK(verify->code() == err->code());
+  CHECK(verify->offset() == err->offset());
+  CHECK(std::string(verify->what()) == err->what());
 }
 
 TEST_CASE("a corrupt chunk in the middle: queries replay the intact chunks before it",

@@ -13,7 +13,9 @@
 // Semantics (docs/DESIGN.md §3): a free of an address not live counts as an unknown free; an
 // alloc at a live address replaces the old object (counted); Realloc with oldAddress 0 is an
 // alloc, else the old object dies and the new one is born; Collected sets take effect at their
-// GC's GcEnd. Errors: ReplayError (bad point, out of range) and log::FormatError (corrupt log).
+// GC's GcEnd. Errors: ReplayError (bad point, out of range), log::FormatError (corrupt log:
+// what `heapman verify` refuses, log::LogCheck) and DataError (beyond the replay's limits, a
+// damaged index file).
 // Threads: one thread uses a Replay at a time (seek() may decode on a helper thread of its own).
 #pragma once
 
@@ -35,7 +37,17 @@
 
 namespace heapman::replay {
 
+// Bad input from the user: a point the log does not have, a bad regex or sort key (heapman
+// exits 2).
 class ReplayError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What the replay cannot use although the log's chunks read: more distinct allocation kinds
+// than it can number, a damaged checkpoint in the index file. Not the user's arguments: heapman
+// exits 1, and the message says what to do. (A corrupt log is log::FormatError.)
+class DataError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
@@ -179,8 +191,9 @@ struct ReplayOptions {
   // Called with (done, total) work units during long steps (index build, long seeks).
   std::function<void(uint64_t, uint64_t)> progress;
   // false: a corrupt chunk anywhere throws log::FormatError. true: the replay covers the intact
-  // chunks before the first corrupt one and damage() says where it stopped (no index file is
-  // written for such a log). Sequence numbers that do not increase are refused either way.
+  // chunks before the first corrupt one (a chunk missing, repeated or out of order too: what
+  // log::LogCheck refuses) and damage() says where it stopped; the reader's chunk list ends
+  // there (LogReader::endBefore) and no index file is written for such a log.
   bool intactPrefix = false;
   // Polled between blocks of a few thousand records; when it reads true, the replay throws
   // Interrupted. May be set from a signal handler.
@@ -298,7 +311,6 @@ class Replay {
   double cpBytesPerEntry_ = 2.0;   // stored bytes per object or address, as last measured
   Stats stats_;
   std::optional<log::FormatError> damage_;
-  uint64_t maxStackNodes_ = 0;  // bound on stack node ids: what the records chunks can hold
   friend struct ReplayTestAccess;
 };
 
