@@ -1,7 +1,9 @@
 // heapman verify LOG: reads every chunk, checks checksums, decompression, record decoding,
-// record counts, sequence order and the footer. Exit 0 when all is intact, 1 naming the first
-// bad chunk otherwise. A truncated log (no footer) verifies up to its last intact chunk and
-// is reported, with exit 0: it is a valid, if partial, log.
+// record counts, the footer, and the rules every query applies too (log::LogCheck: chunks that
+// continue each other's sequence numbers, so none is missing, repeated or out of order;
+// addresses, stack node ids, RAM dump references). Exit 0 when all is intact, 1 naming the
+// first bad chunk otherwise. A truncated log (no footer) verifies up to its last intact chunk
+// and is reported, with exit 0: it is a valid, if partial, log.
 #include <cinttypes>
 #include <cstdio>
 
@@ -17,8 +19,12 @@ int runVerify(const Args& args) {
   if (int rc = parseArgs("verify", "LOG", opts, args, vm)) return rc < 0 ? kExitOk : rc;
   std::string path = vm["log"].as<std::string>();
   try {
-    log::LogReader reader = log::LogReader::open(path);
+    // Read as the queries read it: the scan stops at a corrupt chunk header or footer, and the
+    // chunks before it are checked in full first, so the error is the first bad chunk's
+    // whether the headers or the records show it.
+    log::LogReader reader = log::LogReader::open(path, log::ReadMode::kIntactPrefix);
     log::LogSummary s = log::summarize(reader);
+    if (const auto& corruption = reader.end().corruption) throw *corruption;
     std::printf("%s: OK, %" PRIu64 " chunks, %" PRIu64 " events verified; %s\n", path.c_str(),
                 s.chunks, s.events,
                 reader.end().complete ? "complete" : ("truncated: " + reader.end().reason).c_str());

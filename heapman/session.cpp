@@ -118,6 +118,9 @@ int reportError(const char* verb) {
   } catch (const replay::ReplayError& e) {
     say(e.what());
     return kExitUsage;
+  } catch (const replay::DataError& e) {
+    say(e.what());
+    return kExitBadLog;
   } catch (const OutputError& e) {
     std::fprintf(stderr, "heapman: %s\n", e.what());
     return kExitBadLog;
@@ -126,7 +129,9 @@ int reportError(const char* verb) {
         "memory than this machine has");
     return kExitBadLog;
   } catch (const log::FormatError& e) {
-    say(e.what());
+    say(std::string(e.what()) +
+        ". The log is corrupt there: `heapman verify LOG` checks all of it; record it again or "
+        "restore a good copy");
     return kExitBadLog;
   } catch (const std::regex_error& e) {
     say(std::string("bad regex: ") + e.what());

@@ -6,6 +6,10 @@
 //   wrappers.hml  allocations through the allocation wrappers of libiberty, ECL, guile, sqlite and
 //                 CPython (frames named by MethodDefs, so no symbols are needed): blame must
 //                 charge their callers
+//   corrupt_address.hml, corrupt_stack.hml
+//                 a chunk of good records, then one with a record no log may hold (an allocation
+//                 above 2^48, a stack node id far beyond the nodes before it): verify and the
+//                 queries refuse it alike (exit 1), the queries answering over the first chunk
 //   make_golden_logs DIR
 #include <cstdio>
 #include <string>
@@ -193,6 +197,29 @@ std::vector<uint8_t> wrappers() {
   return std::move(sink.bytes);
 }
 
+// Chunk 0: a managed stack and five allocations on it (seq 0-4); chunk 1: what `bad(w, seq)`
+// writes, then five frame marks.
+template <class Bad>
+std::vector<uint8_t> corrupt(Bad&& bad) {
+  MemorySink sink;
+  LogWriter w(sink, Game::header(), WriterOptions{});
+  uint64_t seq = 0;
+  auto ev = [&] {
+    EventCommon e{seq, seq * 1000, 0};
+    ++seq;
+    return e;
+  };
+  w.write(MethodDef{1, "Game.Level:Spawn (int)", 0});
+  w.write(StackNode{1, 0, 1, true});
+  for (uint64_t i = 0; i < 5; ++i)
+    w.write(Alloc{ev(), HeapKind::kManaged, 0x10000 + 0x40 * i, 48, 48, 1, 0});
+  w.flush();
+  bad(w, ev);
+  for (uint64_t f = 1; f <= 5; ++f) w.write(FrameMark{ev(), f});
+  w.finish();
+  return std::move(sink.bytes);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: make_golden_logs DIR\n");
@@ -202,8 +229,17 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> a = Game(false).run();
   std::vector<uint8_t> b = Game(true).run();
   std::vector<uint8_t> cut(a.begin(), a.begin() + static_cast<long>(a.size() * 55 / 100));
+  std::vector<uint8_t> badAddress = corrupt([](LogWriter& w, auto& ev) {
+    w.write(Alloc{ev(), HeapKind::kManaged, 0x1000000000040, 48, 48, 1, 0});
+  });
+  std::vector<uint8_t> badStack = corrupt([](LogWriter& w, auto& ev) {
+    w.write(StackNode{70000, 1, 1, true});
+    w.write(Alloc{ev(), HeapKind::kManaged, 0x10400, 48, 48, 70000, 0});
+  });
   if (!save(dir + "/game.hml", a) || !save(dir + "/game_b.hml", b) || !save(dir + "/cut.hml", cut) ||
-      !save(dir + "/wrappers.hml", wrappers())) {
+      !save(dir + "/wrappers.hml", wrappers()) ||
+      !save(dir + "/corrupt_address.hml", badAddress) ||
+      !save(dir + "/corrupt_stack.hml", badStack)) {
     std::perror("make_golden_logs");
     return 1;
   }

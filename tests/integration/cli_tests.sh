@@ -279,9 +279,9 @@ run 0 nested_exclude "$HEAPMAN" blame out.hml --exclude-add '(((((((((((((((((((
 
 # --- a damaged chunk in the middle: the answer over the chunks before it, exit 1 ----------------
 "$DEMO_LOG" big.hml 150000 >/dev/null
-python3 - big.hml bigflip.hml bigtwice.hml <<'PY'
+python3 - big.hml bigflip.hml bigtwice.hml bigdrop.hml bigramtwice.hml bigswap.hml <<'PY'
 import struct, sys
-src, flip, twice = sys.argv[1:4]
+src, flip, twice, drop, ramtwice, swap = sys.argv[1:7]
 data = bytearray(open(src, "rb").read())
 hlen = struct.unpack_from("<I", data, 12)[0]
 off, chunks = 24 + hlen, []
@@ -303,6 +303,20 @@ o, _, n = records[1]
 index = [c for c in chunks if c[1] == 3]
 end = index[0][0] if index else len(data)
 open(twice, "wb").write(data[:o + n] + data[o:o + n] + data[o + n:end])
+# Without the footer too (a recorder that died), chunks as a bad copy leaves them: the third
+# records chunk lost (its first sequence number, for the checks, in bigdrop.hml.seq), the RAM dump
+# written twice (its number in bigramtwice.hml.chunk), the third and fourth records chunks
+# swapped.
+body = [data[c[0]:c[0] + c[2]] for c in chunks if c[1] != 3]
+kinds = [c[1] for c in chunks if c[1] != 3]
+head = bytes(data[:24 + hlen])
+third = [i for i, k in enumerate(kinds) if k == 1][2]
+open(drop + ".seq", "w").write(str(struct.unpack_from("<Q", data, records[2][0] + 16)[0]))
+open(drop, "wb").write(head + b"".join(body[:third] + body[third + 1:]))
+ram = kinds.index(2)
+open(ramtwice + ".chunk", "w").write(str(ram))
+open(ramtwice, "wb").write(head + b"".join(body[:ram + 1] + [body[ram]] + body[ram + 1:]))
+open(swap, "wb").write(head + b"".join(body[:third] + [body[third + 1], body[third]] + body[third + 2:]))
 PY
 run 1 flip_gcs "$HEAPMAN" gcs bigflip.hml --csv -
 expect_grep flip_gcs flip_gcs.err '^warning: the log is damaged: chunk [0-9]+ at byte [0-9]+: payload checksum mismatch .*; results cover only the events before it \(up to seq [0-9]+\)'
@@ -319,9 +333,35 @@ diff <(grep -v '^warning\|^log:\|^point:' flip_blame.out) <(grep -v '^warning\|^
 run 1 flip_compare "$HEAPMAN" compare big.hml bigflip.hml
 expect_grep flip_compare flip_compare.err '^heapman compare: bigflip\.hml is damaged \(chunk [0-9]+ at byte [0-9]+: '
 run 1 twice_verify "$HEAPMAN" verify bigtwice.hml
-expect_grep twice_verify twice_verify.err 'FAILED \[bad_sequence\] chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
+expect_grep twice_verify twice_verify.err '^bigtwice\.hml: FAILED \[bad_sequence\] chunk 2 at byte [0-9]+: repeats chunk 1 \(the same sequence number, length and payload checksum\): a chunk written twice$'
 run 1 twice_blame "$HEAPMAN" blame bigtwice.hml
-expect_grep twice_blame twice_blame.err '^heapman blame: .*chunk [0-9]+ at byte [0-9]+: sequence number [0-9]+ does not follow [0-9]+'
+expect_grep twice_blame twice_blame.err '^heapman blame: bigtwice\.hml is damaged \(chunk 2 at byte [0-9]+: repeats chunk 1 '
+# A chunk missing from the middle of a log without footer: verify, info and every query say
+# where (the chunk after the gap), the queries answer up to the gap; none renumbers the events.
+lost=$(cat bigdrop.hml.seq)
+run 1 drop_verify "$HEAPMAN" verify bigdrop.hml
+expect_grep drop_verify drop_verify.err "^bigdrop\.hml: FAILED \[bad_sequence\] chunk 2 at byte [0-9]+: records start at sequence number [0-9]+, but the records before it \(chunk 1\) end at $lost: [0-9]+ sequence numbers are missing \(a chunk lost from the log\)$"
+run 1 drop_info "$HEAPMAN" info bigdrop.hml
+expect_grep drop_info drop_info.err 'chunk 2 at byte [0-9]+: records start at sequence number'
+run 1 drop_gcs "$HEAPMAN" gcs bigdrop.hml --csv -
+expect_grep drop_gcs drop_gcs.err "^warning: the log is damaged: chunk 2 at byte [0-9]+: records start .*; results cover only the events before it \(up to seq $((lost - 1))\)"
+expect_grep drop_gcs drop_gcs.err '^heapman gcs: bigdrop\.hml is damaged \(chunk 2 at byte [0-9]+: '
+run 1 drop_blame "$HEAPMAN" blame bigdrop.hml --at "seq:$((lost - 1))"
+run 0 big_blame_lost "$HEAPMAN" blame big.hml --at "seq:$((lost - 1))"
+diff <(grep -v '^warning\|^log:\|^point:' drop_blame.out) <(grep -v '^warning\|^log:\|^point:' big_blame_lost.out) ||
+  fail "blame before the lost chunk differs between the damaged and the intact log"
+run 2 drop_blame_after "$HEAPMAN" blame bigdrop.hml --at "seq:$lost"
+expect_grep drop_blame_after drop_blame_after.err "seq:$lost is outside the log \(seq 0\.\.$((lost - 1))\)"
+# The RAM dump written twice, and two records chunks swapped (the first shows as a gap).
+ram=$(cat bigramtwice.hml.chunk)
+run 1 ramtwice_verify "$HEAPMAN" verify bigramtwice.hml
+expect_grep ramtwice_verify ramtwice_verify.err "^bigramtwice\.hml: FAILED \[bad_sequence\] chunk $((ram + 1)) at byte [0-9]+: repeats chunk $ram "
+run 1 ramtwice_blame "$HEAPMAN" blame bigramtwice.hml
+expect_grep ramtwice_blame ramtwice_blame.err "^heapman blame: bigramtwice\.hml is damaged \(chunk $((ram + 1)) at byte [0-9]+: repeats chunk $ram "
+run 1 swap_verify "$HEAPMAN" verify bigswap.hml
+expect_grep swap_verify swap_verify.err '^bigswap\.hml: FAILED \[bad_sequence\] chunk 2 at byte [0-9]+: records start at sequence number [0-9]+, but the records before it \(chunk 1\) end at '
+run 1 swap_blame "$HEAPMAN" blame bigswap.hml
+expect_grep swap_blame swap_blame.err '^heapman blame: bigswap\.hml is damaged \(chunk 2 at byte [0-9]+: records start at sequence number '
 
 # --- out of memory: a message saying so, never a bare std::bad_alloc -----------------------------
 # (30 MB of address space is too little to index the 2.6M-event log here; where it is enough, only
