@@ -2,16 +2,40 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "commands.h"
 
 namespace heapman::cli {
 
 namespace po = boost::program_options;
+
+// A count option's value (--top N): a whole number, 0 or more. Boost reads "-1" into a size_t
+// as 2^64 - 1, which a verb would take as "every row"; a Count refuses anything but digits.
+struct Count {
+  size_t n = 0;
+};
+
+// Boost.Program_options finds this through Count (po::value<Count>()).
+inline void validate(boost::any& v, const std::vector<std::string>& values, Count*, int) {
+  po::validators::check_first_occurrence(v);
+  const std::string& s = po::validators::get_single_string(values);
+  size_t n = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+  if (s.empty() || s[0] == '+' || ec != std::errc() || end != s.data() + s.size()) {
+    po::error_with_option_name e("'%value%' is not a count for option '%canonical_option%': "
+                                 "give a whole number, 0 or more (0: no limit)");
+    e.set_substitute("value", s);
+    throw e;
+  }
+  v = Count{n};
+}
 
 // Parses args into vm. Returns kExitOk to go on, or an exit code (after printing help/errors).
 inline int parseArgs(const char* verb, const char* synopsis, po::options_description& opts,

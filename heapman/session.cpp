@@ -218,7 +218,7 @@ int runInSession(const ReplayVerb& v, Session& s, const Args& args) {
 
 void addQueryOptions(po::options_description& opts) {
   opts.add_options()("sort", po::value<std::string>(), "bytes | objects | name")(
-      "top", po::value<size_t>(), "show the first N rows only")(
+      "top", po::value<Count>(), "show the first N rows only (0: all)")(
       "exclude", po::value<std::string>(),
       "leaf-exclusion regexes, one a line (replaces the default list)")(
       "exclude-add", po::value<std::vector<std::string>>(),
@@ -231,7 +231,7 @@ replay::SortBy sortOf(const po::variables_map& vm, replay::SortBy dflt) {
   return vm.count("sort") ? replay::parseSortBy(vm["sort"].as<std::string>()) : dflt;
 }
 
-size_t topOf(const po::variables_map& vm) { return vm.count("top") ? vm["top"].as<size_t>() : 0; }
+size_t topOf(const po::variables_map& vm) { return vm.count("top") ? vm["top"].as<Count>().n : 0; }
 
 std::string defaultExclusionFile() {
   std::error_code ec;

@@ -482,6 +482,12 @@ run 2 verify_nolog "$HEAPMAN" verify
 run 2 noverb "$HEAPMAN"
 expect_grep noverb noverb.err '^usage: heapman VERB'
 run 2 info_badopt "$HEAPMAN" info out.hml --bogus-option
+# --top takes a count: a negative one is refused by every verb that has it (not read as "all").
+for verb in blame diff churn types allocs compare leaks; do
+  run 2 "top_negative_$verb" "$HEAPMAN" $verb out.hml --top -1
+  expect_grep "top_negative_$verb" "top_negative_$verb.err" "^heapman $verb: '-1' is not a count for option '--top': give a whole number, 0 or more \(0: no limit\)$"
+done
+run 0 top_zero "$HEAPMAN" blame out.hml --top 0
 run 0 help "$HEAPMAN" --help
 expect_grep help help.out '^usage: heapman VERB'
 
