@@ -2,7 +2,10 @@
 // loop (the addresses, sizes and sequence are glibc's real answers). It stands in for the
 // recorder until `heaprec` lands, and gives `heapman info` something to read.
 //
-//   demo_log OUT.hml [frames]
+//   demo_log OUT.hml [frames] [chunk-bytes]
+//
+// chunk-bytes: raw bytes of a records or RAM dump chunk before it is closed (default the
+// writer's, 1 MiB); small values give small logs of many chunks (the fuzzer's seeds).
 #include <malloc.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +31,19 @@ uint64_t nowNs() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: demo_log OUT.hml [frames]\n");
+    std::fprintf(stderr, "usage: demo_log OUT.hml [frames] [chunk-bytes]\n");
     return 2;
   }
   int frames = argc > 2 ? std::atoi(argv[2]) : 120;
+  WriterOptions options;
+  if (argc > 3) {
+    int bytes = std::atoi(argv[3]);
+    if (bytes < 64) {
+      std::fprintf(stderr, "demo_log: chunk-bytes must be at least 64, not '%s'\n", argv[3]);
+      return 2;
+    }
+    options.recordsChunkBytes = options.ramChunkBytes = static_cast<uint32_t>(bytes);
+  }
   FILE* f = std::fopen(argv[1], "wb");
   if (!f) {
     std::perror(argv[1]);
@@ -49,7 +61,7 @@ int main(int argc, char** argv) {
   h.runtimes = {{Runtime::Kind::kNativeMalloc, "glibc"}};
   h.options = {{"source", "demo_log"}};
   FdSink sink(fileno(f));
-  LogWriter w(sink, h);
+  LogWriter w(sink, h, options);
 
   uint64_t seq = 0;
   auto ev = [&] { return EventCommon{seq++, nowNs() / 1000 * 1000 - h.startClockNs / 1000 * 1000, 0}; };

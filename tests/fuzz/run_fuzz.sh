@@ -4,8 +4,9 @@
 #   tests/fuzz/run_fuzz.sh FUZZER [SEED_DIR | DEMO_LOG] [SECONDS]
 #
 #   FUZZER    the reader_fuzz binary (BUILD/tests/fuzz/reader_fuzz; HEAPMAN_FUZZ=ON, clang)
-#   SEED_DIR  where the seed logs are (re)written: demo_log logs with 0, 4 and 40 frames, and
-#             hand-mutated copies of them (truncated, flipped bits, chunks stored raw).
+#   SEED_DIR  where the seed logs are (re)written: demo_log logs with 0, 4 and 40 frames and one
+#             of many small chunks, and hand-mutated copies of them (truncated, flipped bits,
+#             chunks stored raw; without footer, a chunk lost, repeated or moved).
 #             Default: FUZZER's directory/seeds
 #   DEMO_LOG  an executable file in that place is taken as the demo_log binary instead (the form
 #             cmake/setup.sh uses); the seeds then go to the default SEED_DIR
@@ -89,6 +90,8 @@ rm -f "$seeds"/*.hml
 "$demo_log" "$seeds/demo-4.hml" 4 >/dev/null
 "$demo_log" "$seeds/demo-40.hml" 40 >/dev/null
 "$demo_log" "$seeds/demo-0.hml" 0 >/dev/null
+# 120 frames in 256-byte chunks: ~30 records chunks and RAM dumps among them (8 KB).
+"$demo_log" "$seeds/demo-chunks.hml" 120 256 >/dev/null
 
 src=$seeds/demo-40.hml
 size=$(size_of "$src")
@@ -160,6 +163,33 @@ for name in ("demo-4", "demo-40"):
         out += body
         off += 40 + stored
     Path(sys.argv[1], name + "-raw.hml").write_bytes(bytes(out))
+
+# The log of many chunks without its footer (a recorder that died), then copied badly: a chunk
+# lost from the middle, written twice, moved (docs/DESIGN.md §1.6: the chunk sequence).
+d = Path(sys.argv[1], "demo-chunks.hml").read_bytes()
+hlen, = struct.unpack_from("<I", d, 12)
+off, chunks = 24 + hlen, []
+while off + 40 <= len(d) and d[off:off + 4] == b"HMCK":
+    typ, stored = struct.unpack_from("<HxxI", d, off + 4)
+    if typ == 3: break
+    chunks.append((typ, d[off:off + 40 + stored]))
+    off += 40 + stored
+records = [i for i, c in enumerate(chunks) if c[0] == 1]
+ram = [i for i, c in enumerate(chunks) if c[0] == 2]
+assert len(records) >= 6 and ram, "demo-chunks.hml: expected many records chunks and a RAM dump"
+mid, dump = records[len(records) // 2], ram[0]
+def seed(name, order):
+    Path(sys.argv[1], "seq-" + name + ".hml").write_bytes(
+        d[:24 + hlen] + b"".join(chunks[i][1] for i in order))
+every = list(range(len(chunks)))
+seed("no-footer", every)
+seed("lost-records", [i for i in every if i != mid])
+seed("lost-ram", [i for i in every if i != dump])
+seed("records-twice", every[:mid + 1] + [mid] + every[mid + 1:])
+seed("ram-twice", every[:dump + 1] + [dump] + every[dump + 1:])
+seed("records-swapped", every[:mid] + [mid + 1, mid] + every[mid + 2:])
+seed("ram-early", [dump] + [i for i in every if i != dump])
+seed("ram-late", [i for i in every if i != dump] + [dump])
 EOF
 else
   echo "run_fuzz: no python3: skipping the raw-chunk seeds" >&2
