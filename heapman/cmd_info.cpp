@@ -114,6 +114,7 @@ std::string json(const LogReader& r, const LogSummary& s) {
       .raw("custom_events", JsonObject().num("total", customTotal).raw("by_name", byName.str()).str())
       .num("frame_marks", s.records[Record(std::in_place_type<FrameMark>).index()])
       .num("lost_events", s.lostEvents)
+      .raw("lost_events_known", r.end().complete ? "true" : "false")
       .raw("ram_dumps", JsonObject()
                             .num("segments", s.ramSegments)
                             .num("bytes", s.ramBytes)
@@ -164,7 +165,14 @@ void text(const LogReader& r, const LogSummary& s) {
   std::printf("custom     ");
   if (s.customEvents.empty()) std::printf("none");
   for (const auto& [name, n] : s.customEvents) std::printf("%s x%" PRIu64 "  ", name.c_str(), n);
-  std::printf("\nlost       %" PRIu64 " events\n", s.lostEvents);
+  // A log that ends early (killed, disk full, recording stopped) cannot say what came after
+  // its end: the count of what was lost is then unknown, not 0.
+  if (r.end().complete)
+    std::printf("\nlost       %" PRIu64 " events\n", s.lostEvents);
+  else
+    std::printf("\nlost       unknown: the log ends early, and what the program did after its "
+                "end is not in it (%" PRIu64 " events counted lost before that)\n",
+                s.lostEvents);
   if (s.ramSegments)
     std::printf("RAM dumps  %" PRIu64 " segments, %.1f KiB, %" PRIu64 " deduplicated\n",
                 s.ramSegments, s.ramBytes / 1024.0, s.ramDedupedSegments);

@@ -89,7 +89,32 @@ void waitForWriterDone() {
 }
 }  // namespace
 
-void flushForCrash() {
+// Sends `sig` to the calling thread in 3 s (a kernel timer: system calls only), its default
+// action restored and unblocked: it ends the process should what follows hang.
+void armCrashWatchdog(int sig) {
+  struct KernelSigaction {  // the kernel's layout (x86_64); SIG_DFL needs no restorer
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    uint64_t mask;
+  } dfl{SIG_DFL, 0, nullptr, 0};
+  if (syscall(SYS_rt_sigaction, sig, &dfl, nullptr, sizeof dfl.mask) != 0) return;
+  sigevent sev{};
+  sev.sigev_notify = SIGEV_THREAD_ID;
+  sev.sigev_signo = sig;
+  sev._sigev_un._tid = static_cast<pid_t>(syscall(SYS_gettid));
+  int timer = -1;
+  if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev, &timer) != 0) return;
+  itimerspec when{};
+  when.it_value.tv_sec = 3;
+  if (syscall(SYS_timer_settime, timer, 0, &when, nullptr) != 0) return;
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+}
+
+void flushForCrash(int sig) {
   if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;
   Guard guard;
   // A second thread dying at once, or a thread dying while another one exits: the log is being
@@ -103,6 +128,10 @@ void flushForCrash() {
   if (t_ring) t_ring->busy.store(0, std::memory_order_release);
   // Every other thread's next record now waits (begin(), waitForWriter).
   g.lagDeadline.store(0, std::memory_order_seq_cst);
+  if (!g.writerThread.load(std::memory_order_acquire)) {
+    armCrashWatchdog(sig);
+    startWriterThread();
+  }
   g.stop.store(1, std::memory_order_release);
   wakeWriter();
   waitForWriterDone();
@@ -200,6 +229,9 @@ Ring* newThreadRing() {
     commit(r, e);
   }
   t_altStack = installAltStack();
+  // A second thread: the program is multi-threaded now, and the writer thread is no longer
+  // seen alone (a thread that only waits would otherwise keep the first ones' records unwritten).
+  if (r->index > 0) needWriter(true);
   return r;
 }
 
@@ -221,6 +253,7 @@ __attribute__((noinline, cold)) void parkForCrash() {
 
 __attribute__((noinline)) void waitForWriter() {
   if (g.crashing.load(std::memory_order_acquire)) return parkForCrash();
+  if (!g.writerThread.load(std::memory_order_acquire)) return needWriter(false);
   if (g.stop.load(std::memory_order_relaxed) || g.collecting.load(std::memory_order_relaxed)) return;
   uint64_t start = monotonicNs();
   g.lagWaiters.fetch_add(1, std::memory_order_seq_cst);
@@ -229,7 +262,8 @@ __attribute__((noinline)) void waitForWriter() {
   for (int round = 0; round < 200; ++round) {
     uint32_t seen = g.lagRounds.load(std::memory_order_acquire);
     if (__rdtsc() <= g.lagDeadline.load(std::memory_order_acquire) ||
-        g.stop.load(std::memory_order_relaxed))
+        g.stop.load(std::memory_order_relaxed) ||
+        !g.writerThread.load(std::memory_order_relaxed))  // paused (pauseWriter)
       break;
     g.ringFull.store(1, std::memory_order_relaxed);  // the writer does not step aside now
     wakeWriter();
@@ -242,6 +276,28 @@ __attribute__((noinline)) void waitForWriter() {
   g.lagWaitNs.fetch_add(monotonicNs() - start, std::memory_order_relaxed);
 }
 }  // namespace
+
+void armLazyStart() {
+  g.lazySinceNs.store(monotonicNs(), std::memory_order_relaxed);
+  // A first look soon (about a millisecond): by then the time stamp counter's rate is known.
+  g.lagDeadline.store(__rdtsc() + 2'000'000, std::memory_order_release);
+}
+
+void needWriter(bool now) {
+  if (g.writerThread.load(std::memory_order_acquire) || g.stop.load(std::memory_order_relaxed) ||
+      g.collecting.load(std::memory_order_relaxed))
+    return;
+  const uint64_t ns = monotonicNs(), since = g.lazySinceNs.load(std::memory_order_relaxed);
+  if (now || ns - since >= kLazyStartNs) return startWriterThread();
+  // Not due yet: look again when it is, by the counter's rate since start-up.
+  const uint64_t tsc = __rdtsc();
+  const double ticksPerNs =
+      ns > g.ns0 + 100000 ? static_cast<double>(tsc - g.tsc0) / static_cast<double>(ns - g.ns0) : 0;
+  const uint64_t left = kLazyStartNs - (ns - since);
+  g.lagDeadline.store(ticksPerNs > 0 ? tsc + static_cast<uint64_t>(static_cast<double>(left) * ticksPerNs)
+                                     : tsc + 2'000'000,
+                      std::memory_order_release);
+}
 
 RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   if (__builtin_expect(r->lastTsc > g.lagDeadline.load(std::memory_order_relaxed), 0))
@@ -265,6 +321,7 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
        r->cachedTail = r->tail.load(std::memory_order_acquire), ++round) {
     if (round == 0 || (round & 63) == 0) {
       g.ringFull.store(1, std::memory_order_relaxed);  // even during a collection
+      needWriter(true);
       wakeWriter();
     }
     if (round > 20000 || g.stop.load(std::memory_order_relaxed)) {
@@ -286,7 +343,10 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   }
   // Wake the writer as the ring crosses half full (it also wakes every millisecond).
   uint64_t fill = head - r->cachedTail;
-  if (fill <= r->capacity / 2 && fill + total > r->capacity / 2) wakeWriter();
+  if (fill <= r->capacity / 2 && fill + total > r->capacity / 2) {
+    needWriter(true);
+    wakeWriter();
+  }
   if (need > contiguous) {  // pad to the end, start again at 0
     auto* pad = reinterpret_cast<RawEvent*>(r->data + (head & mask));
     pad->size = static_cast<uint32_t>(contiguous);
@@ -916,11 +976,8 @@ void afterForkChild() {
   t_ring = nullptr;
   t_noRing = false;
   startClock();
+  setUpWriter();  // its thread starts lazily, as in the first process
   g.active.store(true, std::memory_order_release);
-  if (!startWriter()) {
-    g.active.store(false, std::memory_order_release);
-    say("cannot start the writer thread in the forked child: recording off");
-  }
 }
 
 __attribute__((constructor(101))) void start() {
@@ -948,7 +1005,7 @@ __attribute__((constructor(101))) void start() {
   }
   if (const char* every = getenv("HEAPMAN_ALLOC_TIME_EVERY")) {
     unsigned long v = std::strtoul(every, nullptr, 10);
-    g.allocTimeEvery = v < 1 ? 1 : (v > 1024 ? 1024 : static_cast<uint32_t>(v));
+    g.allocTimeEveryRunning = v < 1 ? 1 : (v > 1024 ? 1024 : static_cast<uint32_t>(v));
   }
   if (const char* mb = getenv("HEAPMAN_RING_MB")) {
     uint64_t bytes = static_cast<uint64_t>(std::strtoul(mb, nullptr, 10)) << 20;
@@ -984,10 +1041,7 @@ __attribute__((constructor(101))) void start() {
   if (initMono) initMono();  // before recording starts: it decides whether mallocs are recorded
   g.active.store(true, std::memory_order_release);
   if (initBdwgc) initBdwgc();  // before the writer: the log header names the runtimes
-  if (!startWriter()) {
-    g.active.store(false, std::memory_order_release);
-    say("cannot start the writer thread: recording off");
-  }
+  setUpWriter();
 }
 
 __attribute__((destructor(101))) void finish() { finishRecording(); }

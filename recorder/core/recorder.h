@@ -90,11 +90,20 @@ struct State {
   int parentPid = 0;                       // for a forked child's log header
   pthread_key_t threadKey{};
   pthread_t writer{};
+  // Recording is set up in this process (setUpWriter): the log is open and the writer's state
+  // made; its thread may not run yet (writerThread).
   bool writerRunning = false;
+  std::atomic<uint32_t> writerThread{0};  // 1 while a writer thread runs (writer.cpp)
+  std::atomic<uint32_t> pause{0};         // pauseWriter asks the thread to end for a while
+  std::atomic<uint64_t> lazySinceNs{0};   // armLazyStart's time: the writer thread is due 50 ms on
   uint32_t depth = 32;                 // frames per stack
   uint64_t ringBytes = 32u << 20;      // per recording thread; faulted in as it fills (writer.cpp)
   uint64_t timeResolutionNs = 10000;   // event times are kept to this (rarer TIME records)
   uint32_t allocTimeEvery = 16;        // an allocation reads the TSC at least every Nth (ring.h)
+  // What allocTimeEvery is while a writer thread runs (--alloc-time-every). Without one it is 1:
+  // the writer's epoch does not move then, so a thread that paused would otherwise stamp its
+  // next allocations with a reading from before the pause.
+  uint32_t allocTimeEveryRunning = 16;
   uint64_t tsc0 = 0;                   // time stamp counter and CLOCK_MONOTONIC at start
   uint64_t ns0 = 0;
   int64_t wallNs0 = 0;
@@ -298,9 +307,30 @@ inline uint64_t monotonicNs() {
 // its pid.
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
-// writer.cpp
-bool startWriter();
+// The writer thread starts lazily (writer.cpp): a short single-threaded program never has a
+// second thread (unshare(CLONE_NEWUSER) refuses a multi-threaded process; some programs count
+// their threads in /proc/self/task). It starts at the first record made kLazyStartNs after
+// recording began (State::lagDeadline sends that record to waitForWriter), when a second thread
+// starts recording, when a ring passes half full, when the log must be finished (exit, exec, a
+// fatal signal), never during a collection (the world may be stopped with a thread inside the
+// allocator). Until then the records wait in the rings: a single-threaded program killed by
+// SIGKILL before its first record after kLazyStartNs loses them.
+inline constexpr uint64_t kLazyStartNs = 50'000'000;
+// Sets up recording without a thread (start-up, a fork child): the modules loaded now, the lazy
+// start armed. True on success.
+bool setUpWriter();
+// Starts the writer thread unless it runs (or is being started or stopped by another thread).
+void startWriterThread();
+// Before a call that needs the process single-threaded (unshare, setns): the writer thread
+// writes out what it can and ends; the next one starts lazily again, kLazyStartNs later.
+void pauseWriter();
+// Starts the writer thread if it never ran, lets it finish the log and joins it (exit, exec).
 void stopWriter();
+// The writer thread is due kLazyStartNs from now (recorder.cpp).
+void armLazyStart();
+// The lazy start's test, from a record past State::lagDeadline or a ring past half full
+// (`now`): starts the writer thread when it is due (recorder.cpp).
+void needWriter(bool now);
 
 // Stops recording and finishes the log (footer included). Idempotent; does nothing in a vfork
 // child (it shares the parent's memory). For exit, _exit and exec.
@@ -308,8 +338,11 @@ void finishRecording();
 // From a fatal-signal handler before the process dies: the writer writes out every record
 // committed so far (what it cannot, it counts in a Lost record) and finishes the log, while the
 // other threads wait at their next record. Waits at most ~3 s (the writer may itself be stuck
-// behind a lock the dying thread holds). Async-signal-safe: atomics and futexes only.
-void flushForCrash();
+// behind a lock the dying thread holds). `sig`, whose default action the caller has restored:
+// where the writer thread has not started yet, it is started from here (pthread_create, which
+// is not async-signal-safe), so a timer first sends `sig` to this thread again in 3 s, ending
+// the process should that hang.
+void flushForCrash(int sig);
 
 // hooks/bdwgc.cpp, when linked in: a custom event may ask for a RAM dump at the next collection
 // (policy event:NAME).

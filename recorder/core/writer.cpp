@@ -202,13 +202,21 @@ class LogFileSink : public Sink {
 class Writer {
  public:
 
-  void run(ModuleMap initialModules) {
+  // The log's header and the modules loaded at start (before every event): once, by the
+  // first writer thread.
+  void open(ModuleMap initialModules) {
     Header h = header();
     log_ = std::make_unique<LogWriter>(sink_, h);
     calibrate();
-    applyModules(std::move(initialModules), 0);  // loaded at start: before every event
+    applyModules(std::move(initialModules), 0);
+  }
+
+  // The writer thread's rounds, until State::stop (then it finishes the log) or State::pause
+  // (then it writes out what it can and returns; a later thread goes on with this object).
+  void run() {
     for (;;) {
-      bool stopping = g.stop.load(std::memory_order_acquire);
+      bool stopping = g.stop.load(std::memory_order_acquire) ||
+                      g.pause.load(std::memory_order_acquire);
       // Loads that bypass the dlopen hook (glibc's own NSS and iconv modules): a slow rescan.
       // Not once stopping: a dying process's threads wait where they are (flushForCrash), one
       // perhaps in a module's constructor, holding the loader's lock the scan would need.
@@ -236,6 +244,12 @@ class Writer {
       timespec timeout{0, 1000000};  // 1 ms: also the longest an event waits in a ring
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&g.wake), FUTEX_WAIT_PRIVATE, w, &timeout,
               nullptr, 0);
+    }
+    if (!g.stop.load(std::memory_order_acquire)) {  // paused (pauseWriter)
+      drainBelow(watermark());
+      log_->flush();
+      checkWriter();
+      return;
     }
     if (g.crashing.load(std::memory_order_acquire))
       drainForCrash();
@@ -309,7 +323,7 @@ class Writer {
                  {"unwind", unwind},
                  {"ring_bytes", std::to_string(g.ringBytes)},
                  {"time_resolution_ns", std::to_string(g.timeResolutionNs)},
-                 {"alloc_time_every", std::to_string(g.allocTimeEvery)}};
+                 {"alloc_time_every", std::to_string(g.allocTimeEveryRunning)}};
     if (g.bdwgcVersion[0] || g.monoVersion[0]) {
       const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
       h.options.push_back({"ram_dumps", dumps && *dumps ? dumps : "off"});
@@ -920,33 +934,100 @@ class Writer {
   } aside_;  // stepAsideForCollection (HEAPMAN_STATS)
 };
 
-void* writerMain(void* initialModules) {
+// The writer thread's state across its lives (recorder.h, "the writer thread starts lazily"):
+// the Writer, made by the first thread, kept while a pause has none; the modules scanned at
+// set-up for it; and a lock under which a thread is started, paused or stopped.
+Writer* gWriter = nullptr;
+ModuleMap* gStartModules = nullptr;
+std::atomic<bool> gWriterLock{false};
+// libc's pthread_create (not the hook), looked up at set-up: a fatal signal's handler may be the
+// one to start the thread, and dlsym allocates.
+using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+CreateFn gCreate = nullptr;
+
+void* writerMain(void*) {
   t_guard = true;
-  std::unique_ptr<ModuleMap> modules(static_cast<ModuleMap*>(initialModules));
-  Writer w;
-  w.run(std::move(*modules));
+  if (!gWriter) {
+    gWriter = new Writer;
+    std::unique_ptr<ModuleMap> modules(gStartModules);
+    gStartModules = nullptr;
+    gWriter->open(modules ? std::move(*modules) : ModuleMap{});
+  }
+  gWriter->run();
   return nullptr;
+}
+
+void lockWriter() {
+  while (gWriterLock.exchange(true, std::memory_order_acquire)) sched_yield();
+}
+void unlockWriter() { gWriterLock.store(false, std::memory_order_release); }
+
+// With the lock held: a writer thread, with every signal blocked, unless one runs.
+void startLocked() {
+  if (g.writerThread.load(std::memory_order_relaxed)) return;
+  Guard guard;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits: every signal blocked
+  int rc = gCreate ? gCreate(&g.writer, nullptr, writerMain, nullptr) : EAGAIN;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (rc == 0) {
+    g.allocTimeEvery = g.allocTimeEveryRunning;  // the writer moves the time epoch from now on
+    g.writerThread.store(1, std::memory_order_release);
+  } else {
+    g.active.store(false, std::memory_order_release);
+    say("cannot start the writer thread (%s): recording stopped", std::strerror(rc));
+  }
 }
 
 }  // namespace
 
-bool startWriter() {
-  // The modules loaded now, before the program goes on: scanned here, not by the new thread,
+bool setUpWriter() {
+  // The modules loaded now, before the program goes on: scanned here, not by the writer thread,
   // which may first run after the program has loaded more (their ModuleLoad records would then
   // come before every event instead of where the dlopen was).
   Guard guard;
-  auto* modules = new ModuleMap(scanModules());
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);  // the new thread inherits: every signal blocked
-  int rc = pthread_create(&g.writer, nullptr, writerMain, modules);
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0) delete modules;
-  g.writerRunning = rc == 0;
-  return g.writerRunning;
+  gWriter = nullptr;  // a fork child's parent's, if any: the child writes a log of its own
+  delete gStartModules;
+  gStartModules = new ModuleMap(scanModules());
+  if (!gCreate) gCreate = realNextAs<CreateFn>("pthread_create");
+  gWriterLock.store(false, std::memory_order_relaxed);
+  g.writerThread.store(0, std::memory_order_relaxed);
+  g.pause.store(0, std::memory_order_relaxed);
+  g.allocTimeEvery = 1;  // until the writer thread runs (State::allocTimeEveryRunning)
+  g.writerRunning = true;
+  armLazyStart();
+  return true;
+}
+
+void startWriterThread() {
+  if (g.writerThread.load(std::memory_order_acquire) || g.stop.load(std::memory_order_relaxed))
+    return;
+  // Another thread starting or stopping it: this one goes on (its records wait in its ring).
+  if (gWriterLock.exchange(true, std::memory_order_acquire)) return;
+  if (!g.stop.load(std::memory_order_relaxed)) startLocked();
+  unlockWriter();
+}
+
+void pauseWriter() {
+  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;
+  Guard guard;
+  lockWriter();
+  if (g.writerThread.load(std::memory_order_acquire) && !g.stop.load(std::memory_order_acquire)) {
+    g.pause.store(1, std::memory_order_release);
+    wakeWriter();
+    pthread_join(g.writer, nullptr);
+    g.writerThread.store(0, std::memory_order_release);
+    g.pause.store(0, std::memory_order_release);
+    g.allocTimeEvery = 1;
+    armLazyStart();
+  }
+  unlockWriter();
 }
 
 void stopWriter() {
+  lockWriter();
+  startLocked();  // a program that ended before the writer thread was due
   g.active.store(false, std::memory_order_seq_cst);
   // Let events already begun commit (bounded: a thread stuck in a hook must not hang exit).
   for (int i = 0; i < 1000; ++i) {
@@ -959,8 +1040,10 @@ void stopWriter() {
   }
   g.stop.store(1, std::memory_order_release);
   wakeWriter();
-  pthread_join(g.writer, nullptr);
+  if (g.writerThread.load(std::memory_order_acquire)) pthread_join(g.writer, nullptr);
+  g.writerThread.store(0, std::memory_order_release);
   g.writerRunning = false;
+  unlockWriter();
   closeLog();
 }
 

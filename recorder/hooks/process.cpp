@@ -18,8 +18,10 @@
 //   process ends as it would have. A handler or SIG_IGN of the program's own is installed as the
 //   program gave it (flags and mask included) and runs untouched; sigaction() reports the
 //   program's own view throughout.
+// - unshare and setns of what needs a single-threaded process: the writer thread ends first.
 // vfork children share the parent's memory: they are recognized by their pid and left alone.
 #include <alloca.h>
+#include <sched.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -86,7 +88,7 @@ void onFatal(int sig, siginfo_t* info, void* context) {
   }
   // The default action kills the process: write out what was recorded, then let it happen.
   int saved = errno;
-  flushForCrash();
+  flushForCrash(sig);
   struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   realSigaction()(sig, &dfl, nullptr);
@@ -101,7 +103,7 @@ void onFatal(int sig, siginfo_t* info, void* context) {
 // of it as the program would have.
 void onTerminating(int sig, siginfo_t*, void*) {
   int saved = errno;
-  flushForCrash();
+  flushForCrash(sig);
   struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   realSigaction()(sig, &dfl, nullptr);
@@ -263,6 +265,32 @@ HEAPMAN_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   int rc = real(thread, attr, startThread, start);
   if (rc != 0) __libc_free(start);
   return rc;
+}
+
+// Calls that need the process single-threaded (the kernel refuses them with EINVAL otherwise):
+// unshare of a user namespace (which implies CLONE_THREAD), of CLONE_THREAD, CLONE_SIGHAND or
+// CLONE_VM; setns into a user or mount namespace (a mount namespace wants the file-system
+// context unshared, which threads share), or with nstype 0 (any type). The writer thread, if it
+// runs, ends first (pauseWriter); a later one starts lazily.
+HEAPMAN_EXPORT int unshare(int flags) {
+  static auto real = realNextAs<int (*)(int)>("unshare");
+  if (!real) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (!t_guard && (flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)))
+    pauseWriter();
+  return real(flags);
+}
+
+HEAPMAN_EXPORT int setns(int fd, int nstype) {
+  static auto real = realNextAs<int (*)(int, int)>("setns");
+  if (!real) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (!t_guard && (nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS)))) pauseWriter();
+  return real(fd, nstype);
 }
 
 HEAPMAN_EXPORT void _exit(int status) {

@@ -518,9 +518,11 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   if (WIFSIGNALED(status)) {
     killed = std::string("the program was killed by SIG") +
              (sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
-    why = ", truncated: " + killed + "; readable up to where it ends";
-  }
-  else if (recorderSpoke)
+    why = ", truncated: " + std::string(recorderSpoke ? "the recorder could not finish it (see "
+                                                        "above), and "
+                                                      : "") +
+          killed + "; readable up to where it ends";
+  } else if (recorderSpoke)
     why = ", truncated: the recorder could not finish it (see above); readable up to where it ends";
   else
     why = ", truncated: the process ended without running its exit handlers; readable up to "

@@ -1,8 +1,8 @@
 // Nothing lost without saying so: a program that dies of a signal while its threads allocate,
 // heaprec's own wait status, and a program that closes the log's descriptor behind the hooks.
 //
-// The fatal-signal cases run HEAPMAN_STRESS_RUNS times each (default 2); for the stress runs:
-//   HEAPMAN_STRESS_RUNS=50 recorder_tests "[crash]"
+// The fatal-signal cases run HEAPMAN_STRESS_RUNS times each (default 2); the stress runs, 50 each:
+//   cmake --build build --target recorder_stress
 #include <signal.h>
 
 #include <cstdlib>
@@ -179,4 +179,37 @@ TEST_CASE("descriptors: a log closed by raw system calls is reopened, the progra
     CHECK(log.complete);
     CHECK(allocsAfterBegin(log) == n);
   }
+}
+
+// The recorder's writer thread starts only when it is due: a short program stays single-
+// threaded, as it would be without the recorder.
+TEST_CASE("threads: a short program sees no thread of the recorder's", "[recorder][crash]") {
+  TempDir dir;
+  Recording rec = record(dir, "threads", {HMREC_PROG_HOSTILE, "threads-now", "1000"});
+  requireRecorded(rec);
+  CHECK(rec.result.out == "threads 1\n");
+  Log log = readLog(rec.logPath);
+  CHECK(log.complete);
+  CHECK(allocsAfterBegin(log) == 1000);
+}
+
+// unshare(CLONE_NEWUSER) refuses a multi-threaded process: once the writer thread runs, it ends
+// before the call (and a later one goes on); nothing recorded is lost. Also through the real
+// unshare(1), as a user would run it.
+TEST_CASE("threads: unshare of a user namespace works under the recorder", "[recorder][crash]") {
+  TempDir dir;
+  RunResult plain = run(dir, "plain", {"/usr/bin/unshare", "--user", "--map-root-user", "id", "-u"});
+  if (plain.status != 0) {
+    WARN("unshare --user does not work here without the recorder either: " << plain.err);
+    return;
+  }
+  Recording rec = record(dir, "unshare", {HMREC_PROG_HOSTILE, "unshare", "20000", "200"});
+  requireRecorded(rec);
+  CHECK(rec.result.out == "threads 2\nunshare 0\nthreads 1\n");
+  Log log = readLog(rec.logPath);
+  CHECK(log.complete);
+  CHECK(allocsAfterBegin(log) == 40000);
+  Recording tool = record(dir, "tool", {"/usr/bin/unshare", "--user", "--map-root-user", "id", "-u"});
+  requireRecorded(tool);
+  CHECK(tool.result.out == "0\n");
 }

@@ -14,6 +14,10 @@
  *                    it on every number 3..1023 with the dup3 system call, so that the log's old
  *                    number names FILE; allocates, writes "mine\n" to FILE; prints "ok"
  *   raise SIG        allocates, then kill(getpid(), SIG) (the default action ends it)
+ *   threads-now      allocates, then prints "threads N", its thread count (/proc/self/status)
+ *   unshare MS       allocates, churns 32-byte blocks for MS ms, prints "threads N", calls
+ *                    unshare(CLONE_NEWUSER) and prints "unshare 0" (or the errno), then
+ *                    "threads N" again, and allocates COUNT blocks more
  *   wait FILE        allocates, creates FILE, then waits to be killed (at most 60 s)
  *   overflow         allocates, then recurses until the stack overflows (SIGSEGV)
  *   handler          installs its own SIGTERM handler (SA_SIGINFO, SIGUSR1 in its mask),
@@ -29,6 +33,7 @@
 #include <fcntl.h>
 #include <heapman.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,6 +41,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prog_util.h"
@@ -46,6 +52,25 @@ static void allocate(long count) {
 }
 
 static void say(const char* text) { (void)!write(1, text, strlen(text)); }
+
+/* The "Threads:" line of /proc/self/status, read without the heap. */
+static long threadCount(void) {
+  char buf[4096];
+  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char* at = strstr(buf, "\nThreads:");
+  return at ? strtol(at + 9, NULL, 10) : -1;
+}
+
+static void sayNumber(const char* what, long value) {
+  char line[64];
+  snprintf(line, sizeof line, "%s %ld\n", what, value);
+  say(line);
+}
 
 static volatile sig_atomic_t g_handled, g_masked;
 static void onTerm(int sig, siginfo_t* info, void* ctx) {
@@ -120,6 +145,32 @@ int main(int argc, char** argv) {
     closefrom(3);
   } else if (strcmp(mode, "closeloop") == 0) {
     for (int fd = 3; fd < 65536; ++fd) close(fd);
+  } else if (strcmp(mode, "threads-now") == 0) {
+    allocate(count);
+    heapman_event("end");
+    sayNumber("threads", threadCount());
+    return 0;
+  } else if (strcmp(mode, "unshare") == 0) {
+    allocate(count);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long ms = strtol(arg, NULL, 10);
+    do {
+      void* p = malloc(32);
+      hmt_escape(p);
+      free(p);
+      clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+    long before = threadCount();
+    int rc = unshare(CLONE_NEWUSER);
+    int err = errno;
+    long after = threadCount();
+    for (long i = 0; i < count; ++i) hmt_escape(malloc(64));
+    heapman_event("end");
+    sayNumber("threads", before);
+    sayNumber("unshare", rc == 0 ? 0 : err);
+    sayNumber("threads", after);
+    return 0;
   } else if (strcmp(mode, "rawcloseloop") == 0) {
     for (int fd = 3; fd < 65536; ++fd) syscall(SYS_close, fd);
   } else if (strcmp(mode, "rawclose") == 0) {
