@@ -46,11 +46,13 @@ void LogCheck::beginRecords(const ChunkRef& c) {
   if (!any_ || c.header.firstSeq == position()) return;
   std::string before = "the records before it (chunk " + std::to_string(lastRecords_) + ") end at " +
                        std::to_string(position());
-  if (c.header.firstSeq > position())
+  if (c.header.firstSeq > position()) {
+    if (!gapIsDamage_) return;
     fail(c, ErrorCode::kBadSequence,
          "records start at sequence number " + std::to_string(c.header.firstSeq) + ", but " +
              before + ": " + std::to_string(c.header.firstSeq - position()) +
              " sequence numbers are missing (a chunk lost from the log)");
+  }
   fail(c, ErrorCode::kBadSequence,
        "records start at sequence number " + std::to_string(c.header.firstSeq) + ", but " + before +
            ": a chunk repeated or out of order");

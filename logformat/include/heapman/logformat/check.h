@@ -4,7 +4,8 @@
 //
 // - Chunk sequence. A records chunk starts (firstSeq) where the records chunk before it ended:
 //   one past its last event (the first records chunk with events: anywhere). A chunk missing
-//   from the middle of a log shows as a gap there, a chunk repeated or moved as a step back. A
+//   from the middle of a log shows as a gap there, a chunk repeated or moved as a step back (logs
+//   of format minor 0 may have gaps of their own between chunks: only steps back count there). A
 //   RAM dump chunk's firstSeq is the position in the event stream when it was written: not
 //   below where the records before it end, not past where the records chunk after it ends, and
 //   in a complete log not past its last event. (The chunk headers alone already rule out steps
@@ -42,7 +43,8 @@ class LogCheck {
   static constexpr uint64_t kStackIdSlack = 1u << 16;
 
   // Checks the chunks of `reader` (kept by reference; its chunk list must not change meanwhile).
-  explicit LogCheck(const LogReader& reader) : reader_(reader) {}
+  explicit LogCheck(const LogReader& reader)
+      : reader_(reader), gapIsDamage_(reader.minor() >= 1) {}
 
   // Records chunk c is about to be decoded: its firstSeq must continue the records before it,
   // and the RAM dump chunks since those records must not lie before where they end.
@@ -97,6 +99,9 @@ class LogCheck {
   [[noreturn]] void fail(const ChunkRef& c, ErrorCode code, const std::string& what) const;
 
   const LogReader& reader_;
+  // The recorder of format minor 0 numbered events from its threads' rings, leaving gaps that
+  // could fall between chunks; since minor 1 every recorder numbers them densely as it writes.
+  bool gapIsDamage_;
   const ChunkRef* chunk_ = nullptr;  // the records chunk begun
   int64_t lastRecords_ = -1;         // number of the records chunk before it
   size_t next_ = 0;                  // chunks before this one have been seen
