@@ -1003,6 +1003,7 @@ bool setUpWriter() {
 void startWriterThread() {
   if (g.writerThread.load(std::memory_order_acquire) || g.stop.load(std::memory_order_relaxed))
     return;
+  if (static_cast<int>(getpid()) != g.pid) return;  // a vfork child: the parent's memory
   // Another thread starting or stopping it: this one goes on (its records wait in its ring).
   if (gWriterLock.exchange(true, std::memory_order_acquire)) return;
   if (!g.stop.load(std::memory_order_relaxed)) startLocked();
