@@ -213,3 +213,19 @@ TEST_CASE("threads: unshare of a user namespace works under the recorder", "[rec
   requireRecorded(tool);
   CHECK(tool.result.out == "0\n");
 }
+
+// A log that ends early (a full disk, SIGKILL) cannot know what it lost after its end:
+// heapman info says the count is unknown rather than 0.
+TEST_CASE("heaprec: a log that ends early says its lost count is unknown", "[recorder][crash]") {
+  TempDir dir;
+  Recording rec = record(dir, "cut", {HMREC_PROG_HOSTILE, "closeloop", "20000"});
+  requireRecorded(rec);
+  RunResult whole = run(dir, "info", {HMREC_HEAPMAN, "info", rec.logPath});
+  CHECK(whole.out.find("\nlost       0 events\n") != std::string::npos);
+  std::filesystem::resize_file(rec.logPath, std::filesystem::file_size(rec.logPath) / 2);
+  RunResult cut = run(dir, "info-cut", {HMREC_HEAPMAN, "info", rec.logPath});
+  INFO(cut.out << cut.err);
+  CHECK(cut.status == 0);
+  CHECK(cut.out.find("status     TRUNCATED") != std::string::npos);
+  CHECK(cut.out.find("\nlost       unknown: the log ends early") != std::string::npos);
+}
