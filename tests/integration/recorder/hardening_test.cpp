@@ -22,19 +22,6 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-// 64-byte allocations after the first "begin" event, on its thread.
-uint64_t allocsAfterBegin(const Log& log) {
-  std::optional<uint32_t> thread;
-  uint64_t n = 0;
-  for (const Record& r : log.records) {
-    if (const auto* e = std::get_if<CustomEvent>(&r); e && !thread && eventName(log, *e) == "begin")
-      thread = e->ev.thread;
-    if (const auto* a = std::get_if<Alloc>(&r); a && thread && a->ev.thread == *thread && a->size == 64)
-      ++n;
-  }
-  return n;
-}
-
 // heaprec's own lines on stderr (its report and anything the recorder said).
 std::vector<std::string> heaprecLines(const std::string& err) {
   std::vector<std::string> out;

@@ -138,21 +138,6 @@ TEST_CASE("heaprec: -o in /proc says no file can be created there", "[recorder][
   CHECK(r.err.find("no file can be created in /proc") != std::string::npos);
 }
 
-// 64-byte allocations after the first "begin" event, on its thread.
-namespace {
-uint64_t allocsAfterBegin(const Log& log) {
-  std::optional<uint32_t> thread;
-  uint64_t n = 0;
-  for (const Record& r : log.records) {
-    if (const auto* e = std::get_if<CustomEvent>(&r); e && !thread && eventName(log, *e) == "begin")
-      thread = e->ev.thread;
-    if (const auto* a = std::get_if<Alloc>(&r); a && thread && a->ev.thread == *thread && a->size == 64)
-      ++n;
-  }
-  return n;
-}
-}  // namespace
-
 // Descriptors closed by raw system calls, which no hook sees: the recorder finds its descriptor
 // gone (or naming the program's file) when it next writes, opens the log again by its path and
 // goes on; the program's file gets only the program's bytes.

@@ -270,6 +270,18 @@ std::string eventName(const Log& log, const CustomEvent& e) {
   return it->second;
 }
 
+uint64_t allocsAfterBegin(const Log& log) {
+  std::optional<uint32_t> thread;
+  uint64_t n = 0;
+  for (const Record& r : log.records) {
+    if (const auto* e = std::get_if<CustomEvent>(&r); e && !thread && eventName(log, *e) == "begin")
+      thread = e->ev.thread;
+    if (const auto* a = std::get_if<Alloc>(&r); a && thread && a->ev.thread == *thread && a->size == 64)
+      ++n;
+  }
+  return n;
+}
+
 std::vector<Window> windows(const Log& log, const std::string& beginName,
                             const std::string& endName) {
   std::vector<Window> out;

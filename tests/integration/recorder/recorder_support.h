@@ -116,6 +116,10 @@ std::vector<Window> windows(const Log& log, const std::string& beginName = "begi
 // The name of a CustomEvent (requires the string to be defined).
 std::string eventName(const Log& log, const CustomEvent& e);
 
+// The 64-byte allocations after the first "begin" event, on that event's thread (what
+// rec_hostile's modes allocate).
+uint64_t allocsAfterBegin(const Log& log);
+
 // The frames of a stack, leaf first (StackNode chain from `stackId` to the empty stack 0).
 std::vector<uint64_t> stackFrames(const Log& log, uint32_t stackId);
 
