@@ -16,7 +16,7 @@
 //
 // Timing model for `write`: the recorder stamps events with a microsecond clock; the workload
 // is replayed with 50 ns between events (what the recorder costs per event on this machine per
-// shared/FINDINGS.md), two threads alternating in runs of 512 events (the writer thread merges
+// docs/DESIGN.md §2.0), two threads alternating in runs of 512 events (the writer thread merges
 // per-thread buffers of that size). Stacks: every call site shares main -> loop -> update and
 // then adds its own frames, 3-15 deep in all.
 #include <time.h>

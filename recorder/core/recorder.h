@@ -1,6 +1,6 @@
 // The recorder inside the recorded process: state shared by the hooks and the writer thread.
 //
-// Rules (shared/STYLE.md section 2): hooks check the thread's reentrancy guard first; nothing on
+// Rules: hooks check the thread's reentrancy guard first; nothing on
 // the hook path locks, allocates from the hooked heap, hashes, compresses or touches stdio; events
 // go to the thread's Ring; the writer thread (writer.cpp) does everything else.
 #pragma once

@@ -1,6 +1,6 @@
 // bdwgc (Boehm-Demers-Weiser collector), interposed by LD_PRELOAD on programs linked against
 // libgc.so.1: every public allocation entry point, GC_free, GC_realloc, root registration, and
-// the collector's event callbacks. Measured facts this relies on are in shared/FINDINGS.md.
+// the collector's event callbacks. Measured facts this relies on are in docs/DESIGN.md §2.0.
 //
 // Allocations. Each hook calls the real function (found with dlsym(RTLD_NEXT)) and records an
 // Alloc with the caller's stack. libgc calls its own public functions through the PLT

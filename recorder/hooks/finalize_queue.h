@@ -42,7 +42,8 @@
 
 namespace heapman::rec::gc {
 
-// Which objects a collection kept: libgc's rule (shared/FINDINGS.md), GC_base first.
+// Which objects a collection kept: libgc's rule (docs/DESIGN.md §2.0), GC_base first: large
+// and wholly empty blocks are freed by then, and GC_is_marked on them crashes.
 struct FinalizeQueueCollector {
   int (*isMarked)(const void*) = nullptr;
   void* (*base)(void*) = nullptr;

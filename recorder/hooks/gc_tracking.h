@@ -11,7 +11,7 @@
 // fork every block in use is visited (GC_apply_to_all_blocks) and its mark bits are copied from
 // its header. The writer thread, which sees every allocation and free in order, tests its set of
 // tracked live objects against the snapshot off the lock: tracked and not marked means
-// collected (core/tracked_set.h). shared/FINDINGS.md has why that moment is exact.
+// collected (core/tracked_set.h). docs/DESIGN.md §2.0 has why that moment is exact.
 #pragma once
 
 #include <pthread.h>

@@ -1,9 +1,11 @@
 // glibc malloc family, interposed by LD_PRELOAD. The real functions are glibc's __libc_*
-// entry points, reached without dlsym and so without allocating (STYLE.md 2.2).
+// entry points, reached without dlsym and so without allocating (dlsym allocates, and the
+// allocation would come back here).
 //
-// Order (STYLE.md 2.3): a free is recorded before the real free, an allocation after the real
-// call returns. A realloc takes its sequence number before the real call and commits after it,
-// so that no other thread can be seen allocating the old block before this realloc frees it.
+// Order: a free is recorded before the real free (another thread may get the address back at
+// once), an allocation after the real call returns. A realloc takes its sequence number before
+// the real call and commits after it, so that no other thread can be seen allocating the old
+// block before this realloc frees it.
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>

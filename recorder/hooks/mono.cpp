@@ -1,6 +1,6 @@
 // Mono with the Boehm collector (mono-boehm), through Mono's profiler API: the preload module is
 // also the profiler module "heapman". mono-boehm links its Boehm fork statically into a stripped
-// PIE, so LD_PRELOAD sees none of its allocations (shared/FINDINGS.md); heaprec sets
+// PIE, so LD_PRELOAD sees none of its allocations (docs/DESIGN.md §2.0); heaprec sets
 // MONO_ENV_OPTIONS=--profile=heapman, and Mono finds mono_profiler_init_heapman in the process's
 // global scope, where the preloaded module is. The module never links libmono: every Mono
 // function is looked up with dlsym(RTLD_DEFAULT) when Mono calls the entry point.
