@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two set-up commands of README.md. Each installs the Debian packages it needs, builds, and runs.
 #
-#   cmake/setup.sh main   build and install to out/install, then run the main job: record the
+#   cmake/setup.sh main   build the tools and samples (no tests) and install them to
+#                         out/install, then run the main job: record the
 #                         bdwgc sample game with heaprec, replay it (GCs, blame at the end of
 #                         level 2, growth diff over level 2, churn, folded stacks) and write CSV
 #                         and folded-stack outputs; the same for the C# sample on mono-boehm
@@ -24,7 +25,9 @@ mode=${1:-}
 case "$mode" in
   main)
     cmake/deps.sh build
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    # The tools and the sample programs only: the test command builds the tests (in build-ci).
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEAPMAN_TESTS=OFF -DHEAPMAN_BENCH=OFF \
+      >/dev/null
     cmake --build build -j"$jobs"
     cmake --install build --prefix out/install >/dev/null
     mkdir -p out

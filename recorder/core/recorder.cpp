@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../common/contract.h"
 #include "heapman/logformat/format.h"
 #include "descriptors.h"
 #include "modules.h"
@@ -982,42 +983,43 @@ void afterForkChild() {
 
 __attribute__((constructor(101))) void start() {
   Guard guard;
-  const char* out = getenv("HEAPMAN_OUTPUT");
+  const char* out = getenv(env::kOutput);
   if (!out || !*out) return;  // loaded without heaprec: stay out of the way
   std::snprintf(g.base, sizeof g.base, "%s", out);
-  if (const char* fifo = getenv("HEAPMAN_MESSAGES")) std::snprintf(g.messages, sizeof g.messages, "%s", fifo);
-  if (const char* follow = getenv("HEAPMAN_FOLLOW_EXEC"))
+  if (const char* fifo = getenv(env::kMessages)) std::snprintf(g.messages, sizeof g.messages, "%s", fifo);
+  if (const char* follow = getenv(env::kFollowExec))
     g.follow = std::strcmp(follow, "wrapper") == 0 ? State::Follow::kWrapper : State::Follow::kAll;
   // HEAPMAN_ROOT_PID names the process heaprec started: it writes BASE. It then claims the name
   // (sets the variable to 0), so that a program it executes in its place (same pid) or starts by
   // any means (posix_spawn, vfork, system, popen) writes a log of its own and never truncates
   // BASE. Without the variable (the module preloaded by hand) the first process is the root.
-  if (const char* rootPid = getenv("HEAPMAN_ROOT_PID"))
-    g.root = std::strtol(rootPid, nullptr, 10) == static_cast<long>(getpid());
-  setenv("HEAPMAN_ROOT_PID", "0", 1);
-  if (const char* d = getenv("HEAPMAN_DEPTH")) {
-    long v = std::strtol(d, nullptr, 10);
-    g.depth = v < 1 ? 1 : (v > static_cast<long>(kMaxFrames) ? kMaxFrames : static_cast<uint32_t>(v));
-  }
-  if (const char* res = getenv("HEAPMAN_TIME_RES_NS")) {
-    unsigned long v = std::strtoul(res, nullptr, 10);
-    g.timeResolutionNs = v < 1 ? 1 : v;
-  }
-  if (const char* every = getenv("HEAPMAN_ALLOC_TIME_EVERY")) {
-    unsigned long v = std::strtoul(every, nullptr, 10);
-    g.allocTimeEveryRunning = v < 1 ? 1 : (v > 1024 ? 1024 : static_cast<uint32_t>(v));
-  }
-  if (const char* mb = getenv("HEAPMAN_RING_MB")) {
-    uint64_t bytes = static_cast<uint64_t>(std::strtoul(mb, nullptr, 10)) << 20;
+  uint64_t v = 0;
+  if (const char* rootPid = getenv(env::kRootPid))
+    g.root = env::parseNumber(rootPid, 0, UINT32_MAX, v) && v == static_cast<uint64_t>(getpid());
+  setenv(env::kRootPid, "0", 1);
+  // Values heaprec checked (contract.h); one set by hand and out of range keeps the default.
+  static_assert(env::kMaxDepth == kMaxFrames);
+  if (env::parseNumber(getenv(env::kDepth), 1, env::kMaxDepth, v)) g.depth = static_cast<uint32_t>(v);
+  if (env::parseNumber(getenv(env::kTimeResolutionNs), 1, UINT32_MAX, v)) g.timeResolutionNs = v;
+  if (env::parseNumber(getenv(env::kAllocTimeEvery), 1, env::kMaxAllocTimeEvery, v))
+    g.allocTimeEveryRunning = static_cast<uint32_t>(v);
+  if (env::parseNumber(getenv(env::kRingMb), 1, 4096, v)) {
     uint64_t cap = 1u << 16;
-    while (cap < bytes && cap < (uint64_t{1} << 32)) cap <<= 1;
+    while (cap < (v << 20) && cap < (uint64_t{1} << 32)) cap <<= 1;
     g.ringBytes = cap;
+  }
+  if (const char* dumps = getenv(env::kRamDumps)) {
+    std::snprintf(g.ramDumpsText, sizeof g.ramDumpsText, "%s", dumps);
+    if (!env::parseRamDumps(g.ramDumpsText, g.ramDumps)) {
+      say("%s=%s is not a RAM dump policy: no RAM dumps", env::kRamDumps, g.ramDumpsText);
+      g.ramDumpsText[0] = 0;
+    }
   }
   if (g.follow == State::Follow::kNone) removeSelfFromPreload();
   // Our own frames are skipped at the leaf of stacks; libc's text is where whole chains end.
   textRangeOf(reinterpret_cast<const void*>(&textRangeOf), g.selfLow, g.selfHigh);
   textRangeOf(reinterpret_cast<const void*>(&__libc_start_main), g.libcLow, g.libcHigh);
-  if (const char* unwind = getenv("HEAPMAN_UNWIND")) {
+  if (const char* unwind = getenv(env::kUnwind)) {
     if (std::strcmp(unwind, "fp") == 0) g.unwind = State::Unwind::kFramePointers;
     if (std::strcmp(unwind, "dwarf") == 0) g.unwind = State::Unwind::kDwarf;
   }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../common/contract.h"
 #include "ring.h"
 
 #define HEAPMAN_TLS __attribute__((tls_model("initial-exec")))
@@ -155,6 +156,10 @@ struct State {
   // script's `exec mono ...`); its forks and what they run are not recorded.
   enum class Follow : uint8_t { kNone, kAll, kWrapper };
   Follow follow = Follow::kNone;
+  // --ram-dumps as heaprec passed it (HEAPMAN_RAM_DUMPS; empty: off) and parsed (contract.h):
+  // the collector layers take dumps by it, the log header names it.
+  char ramDumpsText[8 + env::kMaxEventName] = {};
+  env::RamDumps ramDumps;
   char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
   char monoVersion[64] = {};           // set when the program is Mono (hooks/mono.cpp)
   int8_t gcInteriorPointers = -1;      // libgc's GC_all_interior_pointers at start; -1: unknown

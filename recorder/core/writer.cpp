@@ -257,12 +257,12 @@ class Writer {
       drainBelow(watermark());
     log_->finish();
     checkWriter();
-    if (ramDumps_.count && getenv("HEAPMAN_STATS"))
+    if (ramDumps_.count && getenv(env::kStats))
       say("%llu RAM dumps, %.1f MiB copied in %.1f ms under the collector's lock (%.2f ms per MiB)",
           static_cast<unsigned long long>(ramDumps_.count), ramDumps_.bytes / 1048576.0,
           ramDumps_.copyNs / 1e6,
           ramDumps_.bytes ? ramDumps_.copyNs / 1e6 / (ramDumps_.bytes / 1048576.0) : 0.0);
-    if (getenv("HEAPMAN_STATS")) {
+    if (getenv(env::kStats)) {
       // The writer's own CPU time: what it costs the program on a machine with no core to spare,
       // and a steadier figure to compare encoder changes by than the program's run time.
       timespec cpu{};
@@ -284,7 +284,7 @@ class Writer {
             static_cast<unsigned long long>(g.unwindFallbacks.load()),
             static_cast<unsigned long long>(g.ruleMisses.load()));
     }
-    if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv("HEAPMAN_STATS"))
+    if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv(env::kStats))
       say("%llu sweeps tested %llu objects in %.1f ms on the writer thread (%.1f ns per object)",
           static_cast<unsigned long long>(st.sweeps), static_cast<unsigned long long>(st.objects),
           st.ns / 1e6, st.objects ? static_cast<double>(st.ns) / st.objects : 0.0);
@@ -324,10 +324,8 @@ class Writer {
                  {"ring_bytes", std::to_string(g.ringBytes)},
                  {"time_resolution_ns", std::to_string(g.timeResolutionNs)},
                  {"alloc_time_every", std::to_string(g.allocTimeEveryRunning)}};
-    if (g.bdwgcVersion[0] || g.monoVersion[0]) {
-      const char* dumps = getenv("HEAPMAN_RAM_DUMPS");
-      h.options.push_back({"ram_dumps", dumps && *dumps ? dumps : "off"});
-    }
+    if (g.bdwgcVersion[0] || g.monoVersion[0])
+      h.options.push_back({"ram_dumps", g.ramDumpsText[0] ? g.ramDumpsText : "off"});
     if (g.gcInteriorPointers >= 0)  // the heap graph follows interior pointers only if it is 1
       h.options.push_back({"gc_all_interior_pointers", std::to_string(g.gcInteriorPointers)});
     char host[256] = {};

@@ -216,7 +216,7 @@ struct SnapshotStats {
 } g_snapStats;
 
 __attribute__((destructor)) void printSnapshotStats() {
-  if (!g_snapStats.snapshots || !getenv("HEAPMAN_STATS")) return;
+  if (!g_snapStats.snapshots || !getenv(env::kStats)) return;
   say("%llu mark snapshots (%.0f pages each) took %.1f ms under the collector's lock (%.1f us "
       "each)",
       static_cast<unsigned long long>(g_snapStats.snapshots),
@@ -259,11 +259,7 @@ size_t copyOwnMemory(uint8_t* to, uint64_t low, uint64_t size) {
   return got > 0 ? static_cast<size_t>(got) : 0;
 }
 
-// RAM dump policy (HEAPMAN_RAM_DUMPS): off, every, every:N, event:NAME.
-enum class DumpPolicy : uint8_t { kOff, kEvery, kEveryNth, kAtEvent };
-DumpPolicy g_dumpPolicy = DumpPolicy::kOff;
-uint32_t g_dumpEvery = 1;
-char g_dumpEvent[256] = {};
+// Policy event:NAME (State::ramDumps): a NAME event came since the last dump.
 std::atomic<bool> g_dumpRequested{false};
 
 void afterForkChild() {
@@ -277,17 +273,6 @@ void initTracking(const Collector& c) {
   g_collector = c;
   if (!c.enumerateReachable && !c.applyToAllBlocks)
     say("this collector has no way to list its marked objects: collected sets are not recorded");
-  if (const char* policy = getenv("HEAPMAN_RAM_DUMPS")) {
-    if (std::strcmp(policy, "every") == 0) {
-      g_dumpPolicy = DumpPolicy::kEvery;
-    } else if (std::strncmp(policy, "every:", 6) == 0) {
-      g_dumpPolicy = DumpPolicy::kEveryNth;
-      g_dumpEvery = static_cast<uint32_t>(std::max(1l, std::strtol(policy + 6, nullptr, 10)));
-    } else if (std::strncmp(policy, "event:", 6) == 0) {
-      g_dumpPolicy = DumpPolicy::kAtEvent;
-      std::strncpy(g_dumpEvent, policy + 6, sizeof g_dumpEvent - 1);
-    }
-  }
   pthread_atfork(nullptr, nullptr, afterForkChild);
 }
 
@@ -327,17 +312,18 @@ void emitRootSet(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n) {
 }
 
 bool dumpThisGc(uint32_t gc) {
-  if (g_dumpPolicy == DumpPolicy::kAtEvent)
+  if (g.ramDumps.kind == env::RamDumps::Kind::kAtEvent)
     return g_dumpRequested.exchange(false, std::memory_order_relaxed);
   return dumpPlanned(gc);
 }
 
 bool dumpPlanned(uint32_t gc) {
-  switch (g_dumpPolicy) {
-    case DumpPolicy::kOff: return false;
-    case DumpPolicy::kEvery: return true;
-    case DumpPolicy::kEveryNth: return gc % g_dumpEvery == 0;
-    case DumpPolicy::kAtEvent: return g_dumpRequested.load(std::memory_order_relaxed);
+  using Kind = env::RamDumps::Kind;
+  switch (g.ramDumps.kind) {
+    case Kind::kOff: return false;
+    case Kind::kEvery: return true;
+    case Kind::kEveryNth: return gc % g.ramDumps.every == 0;
+    case Kind::kAtEvent: return g_dumpRequested.load(std::memory_order_relaxed);
   }
   return false;
 }
@@ -523,8 +509,8 @@ namespace heapman::rec {
 // A custom event may ask for a RAM dump at the next collection (policy event:NAME).
 void noteEventForGc(const char* name, size_t len) {
   using namespace gc;
-  if (g_dumpPolicy == DumpPolicy::kAtEvent && std::strlen(g_dumpEvent) == len &&
-      std::memcmp(g_dumpEvent, name, len) == 0)
+  if (g.ramDumps.kind == env::RamDumps::Kind::kAtEvent && g.ramDumps.eventLength == len &&
+      std::memcmp(g.ramDumps.event, name, len) == 0)
     g_dumpRequested.store(true, std::memory_order_relaxed);
 }
 

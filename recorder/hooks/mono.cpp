@@ -1033,7 +1033,7 @@ void initMono() {
   // graph follows the same rule). mono-boehm's build says 0, before and after start-up.
   if (auto* interior = static_cast<int*>(dlsym(RTLD_DEFAULT, "GC_all_interior_pointers")))
     g.gcInteriorPointers = static_cast<int8_t>(*interior != 0);
-  const char* nativeToo = getenv("HEAPMAN_MONO_MALLOC");
+  const char* nativeToo = getenv(env::kMonoMalloc);
   g.recordNative = nativeToo && std::strcmp(nativeToo, "1") == 0;
 }
 
@@ -1069,8 +1069,8 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   g_gcStackBottom = static_cast<const uint64_t*>(dlsym(RTLD_DEFAULT, "GC_stackbottom"));
   g_gcInCreation = static_cast<const int*>(dlsym(RTLD_DEFAULT, "GC_in_thread_creation"));
   const char* options = desc ? std::strchr(desc, ':') : nullptr;
-  if ((options && std::strstr(options, "nostacks")) || getenv("HEAPMAN_MONO_NOSTACKS")) g_stacks = false;
-  if (getenv("HEAPMAN_MONO_ALL_METHODS")) g_skipLeaves = false;  // instrument every method
+  if ((options && std::strstr(options, "nostacks")) || getenv(env::kMonoNoStacks)) g_stacks = false;
+  if (getenv(env::kMonoAllMethods)) g_skipLeaves = false;  // instrument every method
   gc::initTracking(m.collector);
   if (m.setAwaitFinalize && m.base && m.pending) {
     gc::FinalizeQueueCollector fc;

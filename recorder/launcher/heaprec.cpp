@@ -33,10 +33,12 @@
 #include <algorithm>
 #include <fstream>
 
+#include "../common/contract.h"
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
 
 namespace po = boost::program_options;
+namespace env = heapman::rec::env;
 
 namespace {
 
@@ -307,12 +309,15 @@ int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo) {
   return status;
 }
 
-int run(const std::vector<std::string>& options, const std::vector<std::string>& program) {
+// heaprec run's options: the one table the parser, --help and main's split of the command line
+// (which words are option values) read.
+po::options_description runOptions() {
   po::options_description desc("heaprec run options");
   desc.add_options()("help,h", "show this help")(
       "output,o", po::value<std::string>(),
       "log file (default: heaprec.PROGRAM.PID.hml in the current directory)")(
-      "depth", po::value<unsigned>()->default_value(32), "stack frames recorded per event (1-256)")(
+      "depth", po::value<unsigned>()->default_value(32),
+      ("stack frames recorded per event (1-" + std::to_string(env::kMaxDepth) + ")").c_str())(
       "unwind", po::value<std::string>()->default_value("auto"),
       "stacks: fp (frame pointers only), auto (fp, libunwind where the chain breaks), dwarf "
       "(libunwind always: exact without frame pointers, slower)")(
@@ -331,6 +336,21 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
       "stack; off: faster, allocations carry no stack)")(
       "mono-malloc", "Mono programs: record the runtime's own malloc/free too (default: only "
       "the managed heap)");
+  return desc;
+}
+
+// Whether the option word `arg` takes the next word as its value (`--depth 8`, `-o FILE`; not
+// `--depth=8`, `-oFILE` or a flag).
+bool takesValue(const po::options_description& desc, const std::string& arg) {
+  if (arg.find('=') != std::string::npos) return false;
+  std::string name = arg.rfind("--", 0) == 0 ? arg.substr(2) : arg.size() == 2 ? arg : "";
+  if (name.empty()) return false;
+  const po::option_description* d = desc.find_nothrow(name, false);
+  return d && d->semantic()->max_tokens() > 0;
+}
+
+int run(const std::vector<std::string>& options, const std::vector<std::string>& program) {
+  const po::options_description desc = runOptions();
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(options).options(desc).run(), vm);
@@ -348,16 +368,12 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     return kUsage;
   }
   unsigned depth = vm["depth"].as<unsigned>();
-  if (depth < 1 || depth > 256) {
-    std::fprintf(stderr, "heaprec: --depth must be between 1 and 256\n");
+  if (depth < 1 || depth > env::kMaxDepth) {
+    std::fprintf(stderr, "heaprec: --depth must be between 1 and %u\n", env::kMaxDepth);
     return kUsage;
   }
   std::string ramDumps = vm["ram-dumps"].as<std::string>();
-  if (!(ramDumps == "off" || ramDumps == "every" ||
-        (ramDumps.rfind("every:", 0) == 0 && ramDumps.size() > 6 &&
-         ramDumps.size() < 16 && ramDumps.find_first_not_of("0123456789", 6) == std::string::npos &&
-         std::stoul(ramDumps.substr(6)) > 0) ||
-        (ramDumps.rfind("event:", 0) == 0 && ramDumps.size() > 6))) {
+  if (env::RamDumps parsed; !env::parseRamDumps(ramDumps.c_str(), parsed)) {
     std::fprintf(stderr,
                  "heaprec: --ram-dumps must be off, every, every:N (N >= 1) or event:NAME, not "
                  "'%s'\n",
@@ -477,23 +493,26 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     std::string pre = module;
     if (const char* old = getenv("LD_PRELOAD"); old && *old) pre += std::string(":") + old;
     setenv("LD_PRELOAD", pre.c_str(), 1);
-    setenv("HEAPMAN_OUTPUT", out, 1);
-    setenv("HEAPMAN_ROOT_PID", std::to_string(getpid()).c_str(), 1);  // this process writes OUT
-    if (!fifo.path.empty()) setenv("HEAPMAN_MESSAGES", fifo.path.c_str(), 1);
-    setenv("HEAPMAN_DEPTH", std::to_string(depth).c_str(), 1);
-    setenv("HEAPMAN_TIME_RES_NS", std::to_string(std::max(1u, vm["time-resolution"].as<unsigned>())).c_str(), 1);
-    setenv("HEAPMAN_ALLOC_TIME_EVERY",
-           std::to_string(std::max(1u, vm["alloc-time-every"].as<unsigned>())).c_str(), 1);
-    setenv("HEAPMAN_UNWIND", unwind.c_str(), 1);
-    if (ramDumps != "off") setenv("HEAPMAN_RAM_DUMPS", ramDumps.c_str(), 1);
-    if (followExec || followWrapper) setenv("HEAPMAN_FOLLOW_EXEC", followExec ? "1" : "wrapper", 1);
+    setenv(env::kOutput, out, 1);
+    setenv(env::kRootPid, std::to_string(getpid()).c_str(), 1);  // this process writes OUT
+    if (!fifo.path.empty()) setenv(env::kMessages, fifo.path.c_str(), 1);
+    setenv(env::kDepth, std::to_string(depth).c_str(), 1);
+    setenv(env::kTimeResolutionNs,
+           std::to_string(std::max(1u, vm["time-resolution"].as<unsigned>())).c_str(), 1);
+    setenv(env::kAllocTimeEvery,
+           std::to_string(std::clamp(vm["alloc-time-every"].as<unsigned>(), 1u,
+                                     env::kMaxAllocTimeEvery)).c_str(),
+           1);
+    setenv(env::kUnwind, unwind.c_str(), 1);
+    if (ramDumps != "off") setenv(env::kRamDumps, ramDumps.c_str(), 1);
+    if (followExec || followWrapper) setenv(env::kFollowExec, followExec ? "1" : "wrapper", 1);
     // A Mono program loads the recorder as its profiler module too (the module removes this
     // again in a program that is not Mono).
     std::string mono = "--profile=heapman";
     if (const char* old = getenv("MONO_ENV_OPTIONS"); old && *old) mono += std::string(" ") + old;
     setenv("MONO_ENV_OPTIONS", mono.c_str(), 1);
-    if (monoStacks == "off") setenv("HEAPMAN_MONO_NOSTACKS", "1", 1);
-    if (vm.count("mono-malloc")) setenv("HEAPMAN_MONO_MALLOC", "1", 1);
+    if (monoStacks == "off") setenv(env::kMonoNoStacks, "1", 1);
+    if (vm.count("mono-malloc")) setenv(env::kMonoMalloc, "1", 1);
     std::vector<char*> argv;
     for (const std::string& a : program) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -584,6 +603,7 @@ int main(int argc, char** argv) {
     return kUsage;
   }
   // Options up to "--" (or up to the first word that is not an option) are heaprec's.
+  const po::options_description table = runOptions();
   std::vector<std::string> options, program;
   size_t i = 1;
   for (; i < args.size(); ++i) {
@@ -593,11 +613,7 @@ int main(int argc, char** argv) {
     }
     if (args[i].empty() || args[i][0] != '-') break;
     options.push_back(args[i]);
-    if ((args[i] == "-o" || args[i] == "--output" || args[i] == "--depth" ||
-         args[i] == "--time-resolution" || args[i] == "--alloc-time-every" || args[i] == "--unwind" || args[i] == "--ram-dumps" ||
-         args[i] == "--mono-stacks") &&
-        i + 1 < args.size())
-      options.push_back(args[++i]);
+    if (takesValue(table, args[i]) && i + 1 < args.size()) options.push_back(args[++i]);
   }
   program.assign(args.begin() + static_cast<long>(i), args.end());
   return run(options, program);
