@@ -1,9 +1,8 @@
 // heapman: explore HeapMan transaction logs.
-//   heapman info LOG [--json]     header, record counts, GCs, events, complete or truncated
-//   heapman verify LOG            every checksum and record; non-zero exit at the first bad chunk
-//   heapman VERB LOG [options]    replay verbs (blame, diff, churn, gcs, events, allocs, types,
-//                                 compare, stacks): session.h, one cmd_<verb>.cpp each
+//   heapman VERB LOG [options]    every verb of kVerbs below (heapman --help lists them with a
+//                                 line each), one cmd_<verb>.cpp each
 //   heapman LOG | heapman shell [LOG]   the interactive shell (shell.cpp)
+//   heapman --version             the project's version (CMake's PROJECT_VERSION)
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -54,7 +53,7 @@ int run(int argc, char** argv) {
     return heapman::cli::kExitOk;
   }
   if (verb == "--version") {
-    std::printf("heapman 0.1.0\n");
+    std::printf("heapman %s\n", HEAPMAN_VERSION);
     return heapman::cli::kExitOk;
   }
   heapman::cli::Args args(argv + 2, argv + argc);

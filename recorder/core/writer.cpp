@@ -296,7 +296,7 @@ class Writer {
  private:
   Header header() {
     Header h;
-    h.recorderVersion = "heaprec 0.1.0";
+    h.recorderVersion = "heaprec " HEAPMAN_VERSION;
     h.pid = static_cast<uint32_t>(g.pid);
     h.parentPid = static_cast<uint32_t>(g.parentPid);
     char exe[PATH_MAX];

@@ -1,6 +1,7 @@
 // heaprec: record a program's heap activity into a HeapMan log.
 //
 //   heaprec run [-o FILE] [--depth N] [--follow-exec] -- PROGRAM [ARGS...]
+//   heaprec --version
 //
 // Runs PROGRAM with the recorder module preloaded, waits for it (passing on the signals heaprec
 // itself gets), and ends as it did: with its exit code, or killed by the signal that killed it
@@ -594,6 +595,10 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] == "--version") {
+    std::printf("heaprec %s\n", HEAPMAN_VERSION);
+    return 0;
+  }
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     std::fputs(kSynopsis, args.empty() ? stderr : stdout);
     return args.empty() ? kUsage : 0;

@@ -4,11 +4,12 @@
 # exact figures; the index file reused and rebuilt; the shell with piped commands), and the exit
 # codes and messages for damaged or wrong inputs and wrong usage.
 #
-#   cli_tests.sh HEAPMAN DEMO_LOG
+#   cli_tests.sh HEAPMAN DEMO_LOG VERSION   (VERSION: the project's, from CMake)
 set -euo pipefail
 
-HEAPMAN=$(realpath "${1:?usage: cli_tests.sh HEAPMAN DEMO_LOG}")
-DEMO_LOG=$(realpath "${2:?usage: cli_tests.sh HEAPMAN DEMO_LOG}")
+HEAPMAN=$(realpath "${1:?usage: cli_tests.sh HEAPMAN DEMO_LOG VERSION}")
+DEMO_LOG=$(realpath "${2:?usage: cli_tests.sh HEAPMAN DEMO_LOG VERSION}")
+VERSION=${3:?usage: cli_tests.sh HEAPMAN DEMO_LOG VERSION}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/heapman-cli-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -41,6 +42,10 @@ expect_grep() {
     sed 's/^/  | /' "$file" >&2
   fi
 }
+
+# --version is the project's version (CMake's), not a literal of its own.
+run 0 version "$HEAPMAN" --version
+[[ "$(cat version.out)" == "heapman $VERSION" ]] || fail "version: '$(cat version.out)' is not 'heapman $VERSION'"
 
 # --- a good log --------------------------------------------------------------------------------
 run 0 demo "$DEMO_LOG" out.hml

@@ -214,3 +214,14 @@ TEST_CASE("heaprec: a log that ends early says its lost count is unknown", "[rec
   CHECK(cut.out.find("status     TRUNCATED") != std::string::npos);
   CHECK(cut.out.find("\nlost       unknown: the log ends early") != std::string::npos);
 }
+
+// The version heaprec prints and writes into the log's header is the project's (CMake's).
+TEST_CASE("heaprec: --version and the log header name the project's version", "[recorder]") {
+  TempDir dir;
+  RunResult v = run(dir, "version", {HMREC_HEAPREC, "--version"});
+  CHECK(v.status == 0);
+  CHECK(v.out == std::string("heaprec ") + HMREC_VERSION + "\n");
+  Recording rec = record(dir, "true", {"/bin/true"});
+  requireRecorded(rec);
+  CHECK(readLog(rec.logPath).header.recorderVersion == std::string("heaprec ") + HMREC_VERSION);
+}
