@@ -88,7 +88,6 @@ void waitForWriterDone() {
             &timeout, nullptr, 0);
   }
 }
-}  // namespace
 
 // Sends `sig` to the calling thread in 3 s (a kernel timer: system calls only), its default
 // action restored and unblocked: it ends the process should what follows hang.
@@ -114,6 +113,7 @@ void armCrashWatchdog(int sig) {
   sigaddset(&only, sig);
   pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
 }
+}  // namespace
 
 void flushForCrash(int sig) {
   if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;
@@ -237,11 +237,6 @@ Ring* newThreadRing() {
 }
 
 namespace {
-// The writer is more than State::lagDeadline behind this thread: wait until it catches up
-// (bounded: a stuck writer must not stop the program). Before the event takes its number, so
-// that the writer can drain everything.
-// Not while a collection runs: the world may be stopped with another thread inside malloc, which
-// the writer may need.
 // A fatal signal is ending the process (flushForCrash): this thread records nothing more and
 // waits, off the cores, until the process dies. Bounded (10 s) in case it does not.
 __attribute__((noinline, cold)) void parkForCrash() {
@@ -252,6 +247,11 @@ __attribute__((noinline, cold)) void parkForCrash() {
   }
 }
 
+// The writer is more than State::lagDeadline behind this thread: wait until it catches up
+// (bounded: a stuck writer must not stop the program). Before the event takes its number, so
+// that the writer can drain everything.
+// Not while a collection runs: the world may be stopped with another thread inside malloc, which
+// the writer may need. Without a writer thread yet, the deadline is the lazy start's (needWriter).
 __attribute__((noinline)) void waitForWriter() {
   if (g.crashing.load(std::memory_order_acquire)) return parkForCrash();
   if (!g.writerThread.load(std::memory_order_acquire)) return needWriter(false);

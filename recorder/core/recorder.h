@@ -343,10 +343,10 @@ void finishRecording();
 // From a fatal-signal handler before the process dies: the writer writes out every record
 // committed so far (what it cannot, it counts in a Lost record) and finishes the log, while the
 // other threads wait at their next record. Waits at most ~3 s (the writer may itself be stuck
-// behind a lock the dying thread holds). `sig`, whose default action the caller has restored:
-// where the writer thread has not started yet, it is started from here (pthread_create, which
-// is not async-signal-safe), so a timer first sends `sig` to this thread again in 3 s, ending
-// the process should that hang.
+// behind a lock the dying thread holds). `sig`: the signal being handled. Where the writer
+// thread has not started yet, it is started from here (pthread_create, which is not
+// async-signal-safe), so `sig`'s default action is restored first and a timer sends it to this
+// thread again in 3 s, ending the process should that hang.
 void flushForCrash(int sig);
 
 // hooks/bdwgc.cpp, when linked in: a custom event may ask for a RAM dump at the next collection

@@ -187,16 +187,13 @@ class LogFileSink : public Sink {
         return false;
       }
       reopened = true;
-      ++reopens_;
     }
   }
   std::string error() const override { return error_; }
-  uint64_t reopens() const { return reopens_; }
 
  private:
   std::string error_;
   uint64_t written_ = 0;  // bytes of the log written: where a reopened descriptor goes on
-  uint64_t reopens_ = 0;
 };
 
 class Writer {
