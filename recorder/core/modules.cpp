@@ -1,3 +1,4 @@
+// The loaded modules: scanned, serialized into a ring event, and recorded after dlopen/dlclose.
 #include "modules.h"
 
 #include <elf.h>
@@ -308,6 +309,20 @@ uint32_t framelessRanges(const dl_phdr_info* pi, CodeRange* out, uint32_t max, u
   }
   if (ehHdr) *ehHdr = base;
   return n;
+}
+
+void recordModules() {
+  if (t_guard || !g.active.load(std::memory_order_relaxed)) return;
+  Guard guard;
+  if (g.unwind == State::Unwind::kAuto) classifyModules();
+  Ring* r = threadRing();
+  if (!r) return;
+  std::string blob = serializeModules(scanModules());
+  if (blob.size() > r->capacity / 4) return;  // the writer's periodic rescan will see them
+  RawEvent* e = begin(r, Kind::kModules, 0, static_cast<uint32_t>(blob.size()));
+  if (!e) return;
+  std::memcpy(extraOf(e), blob.data(), blob.size());
+  commit(r, e);
 }
 
 }  // namespace heapman::rec

@@ -143,7 +143,7 @@ struct State {
   // Stacks that --unwind auto handed to libunwind, and return addresses whose unwind rule was
   // not cached yet (unwind.h): rare events, counted for HEAPMAN_STATS.
   std::atomic<uint64_t> unwindFallbacks{0}, ruleMisses{0};
-  char output[4096] = {};               // this process's log (core/descriptors.h has its fd)
+  char output[4096] = {};               // this process's log (core/log_fd.h has its fd)
   // The log heaprec was asked for: the process heaprec started writes it; every other process
   // (a fork child, a program executed with --follow-exec) writes BASE.PID or BASE.PID.exec.
   char base[4096] = {};
@@ -337,6 +337,11 @@ void armLazyStart();
 // (`now`): starts the writer thread when it is due (recorder.cpp).
 void needWriter(bool now);
 
+// Start-up (lifecycle.cpp): reads heaprec's environment (contract.h), opens this process's log,
+// starts the clock and the thread registry. False when the process is not to be recorded (no
+// heaprec, or the log cannot be written: said). Recording is on once the caller sets g.active.
+bool startRecording();
+
 // Stops recording and finishes the log (footer included). Idempotent; does nothing in a vfork
 // child (it shares the parent's memory). For exit, _exit and exec.
 void finishRecording();
@@ -348,22 +353,6 @@ void finishRecording();
 // async-signal-safe), so `sig`'s default action is restored first and a timer sends it to this
 // thread again in 3 s, ending the process should that hang.
 void flushForCrash(int sig);
-
-// hooks/bdwgc.cpp, when linked in: a custom event may ask for a RAM dump at the next collection
-// (policy event:NAME).
-void noteEventForGc(const char* name, size_t len) __attribute__((weak));
-// hooks/bdwgc.cpp, when linked in: hooks the program's libgc, if it has one. Called once at
-// start-up, after recording is on and before the writer thread starts.
-void initBdwgc() __attribute__((weak));
-
-// hooks/mono.cpp, when linked in: notes a Mono program (its version, whether its own mallocs are
-// recorded); the profiler module itself starts when Mono loads it (--profile=heapman). Called
-// once at start-up, before the writer thread starts.
-void initMono() __attribute__((weak));
-// hooks/mono.cpp: begin() for an event that carries the calling thread's managed stack, when the
-// thread runs managed code under the Mono layer; null otherwise (the caller takes a native one).
-RawEvent* beginWithManagedStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen)
-    __attribute__((weak));
 
 // A thread's stack [low, high) from pthread_getattr_np (which allocates, and for the main thread
 // reads /proc/self/maps: not for the hot path). False when it cannot tell.
@@ -385,8 +374,6 @@ void removeEnvItems(const char* name, const char* separators, char joiner,
 // when they are not to be recorded (a Mono they start would look for the profiler in vain).
 void removeMonoProfileOption();
 
-// hooks/process.cpp: fatal-signal handlers that flush the log, then chain to the program's.
-void installCrashHandlers();
 // An alternate signal stack for the calling thread, where it has none (a stack overflow's
 // SIGSEGV needs one to reach the crash handler); its memory, or null. removeAltStack: at the
 // thread's exit.

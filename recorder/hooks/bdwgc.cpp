@@ -62,8 +62,10 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
-#include "finalize_queue.h"
-#include "gc_tracking.h"
+#include "layers.h"
+#include "../collector/collection.h"
+#include "../collector/finalize_queue.h"
+#include "../collector/gc_tracking.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
 
@@ -278,9 +280,8 @@ GC_on_collection_event_proc g_programCollectionEvent = nullptr;
 GC_on_thread_event_proc g_programThreadEvent = nullptr;
 GC_has_static_roots_func g_programStaticRoots = nullptr;
 // The program's await-finalize proc, called after the recorder's (which is installed at start-up
-// when libgc has one: g_awaitInstalled).
+// when libgc has one: gc::finalizeQueueOn()).
 std::atomic<GC_await_finalize_proc> g_programAwait{nullptr};
-bool g_awaitInstalled = false;
 decltype(&::GC_call_with_alloc_lock) g_callWithLock = nullptr;  // resolved at start-up
 
 // Filled while the world is stopped: no lock, no allocation.
@@ -343,7 +344,6 @@ void forEachScannedThread(Fn&& fn) {
   }
 }
 
-uint64_t g_gcStartNs = 0;
 // Pointers the program's own mark procedures push (GC_mark_and_push) from memory outside the
 // collected heap: guile's VM stacks are mmap'd and marked by the procedure of its thread objects,
 // so no root range holds what they keep alive. The collector treats these words as roots; the
@@ -395,23 +395,12 @@ HeapUsage heapUsage() {
 }
 
 void emitGcBegin() {
-  Guard guard;
   g_gcNumber = static_cast<uint32_t>(real_GC_get_gc_no.get()()) + 1;
-  g_gcStartNs = monotonicNs();
   g_staticCount.store(0, std::memory_order_relaxed);
   g_suspendedCount.store(0, std::memory_order_relaxed);
   g_markedCount.store(0, std::memory_order_relaxed);
   g_pushedCount.store(0, std::memory_order_relaxed);
-  gc::beginStoppedStacks();
-  if (g_awaitInstalled) gc::startFinalizeQueue(g_gcNumber);
-  Ring* r = threadRing();
-  if (!r) return;
-  HeapUsage use = heapUsage();
-  if (RawEvent* e = begin(r, Kind::kGcBegin, 0, 0)) {
-    e->a = g_gcNumber;
-    e->b = use.heap;
-    commit(r, e);
-  }
+  gc::collectionBegins(g_gcNumber, heapUsage().heap);
 }
 
 // The roots of the collection that is finishing: static data segments the collector reported,
@@ -420,7 +409,7 @@ void emitGcBegin() {
 // held (static storage).
 constexpr size_t kMaxRoots =
     kMaxStatic + kMaxRegistered + kMaxSuspended + kMaxBlocked + kMaxPushed + 3;
-RootSetEntry g_roots[kMaxRoots];
+RootSetEntry g_roots[kMaxRoots + 1];  // and the finalization queue's (collection.h)
 size_t collectRoots(uint64_t mySp) {
   size_t n = 0;
   auto add = [&](uint64_t low, uint64_t size, log::RootSource src,
@@ -477,35 +466,8 @@ void copyStacksWhileStopped() {
     gc::copyStoppedStack(gc::stackInUse(low, high, 0), high);
 }
 
-void onReclaimEnd() {
-  Guard guard;
-  if (g_awaitInstalled) gc::finishFinalizeQueue(g_gcNumber);
-  Ring* r = threadRing();
-  if (!r) return;
-  bool dump = gc::dumpThisGc(g_gcNumber);
-  gc::emitMarks(r, g_gcNumber, dump);
-  size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
-  RootSetEntry queue = gc::finalizeQueueRoot(dump);
-  if (queue.size) g_roots[roots++] = queue;
-  gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (dump) {
-    gc::emitRamDump(r, g_gcNumber, g_roots, roots);
-    gc::clearFinalizeQueueTable();
-  }
-}
-
-void emitGcEnd() {
-  Guard guard;
-  Ring* r = threadRing();
-  if (!r) return;
-  HeapUsage use = heapUsage();
-  if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
-    e->a = g_gcNumber;
-    e->b = use.heap;
-    e->c = use.free;
-    e->extra = monotonicNs() - g_gcStartNs;
-    commit(r, e);
-  }
+gc::RootList rootsOfCollection(uint64_t mySp) {
+  return {g_roots, collectRoots(mySp), kMaxRoots + 1};
 }
 
 void GC_CALLBACK onCollectionEvent(GC_EventType event) {
@@ -513,16 +475,14 @@ void GC_CALLBACK onCollectionEvent(GC_EventType event) {
     bool was = t_inCallback;
     t_inCallback = true;
     switch (event) {
-      case GC_EVENT_START:
-        collectionStarted();
-        emitGcBegin();
-        break;
+      case GC_EVENT_START: emitGcBegin(); break;
       case GC_EVENT_PRE_START_WORLD: copyStacksWhileStopped(); break;
-      case GC_EVENT_RECLAIM_END: onReclaimEnd(); break;
-      case GC_EVENT_END:
-        emitGcEnd();
-        collectionEnded();
+      case GC_EVENT_RECLAIM_END: gc::collectionReclaimed(g_gcNumber, rootsOfCollection); break;
+      case GC_EVENT_END: {
+        HeapUsage use = heapUsage();
+        gc::collectionEnds(g_gcNumber, use.heap, use.free);
         break;
+      }
       default: break;  // MARK_END and the other stop-world events: nothing to do
     }
     t_inCallback = was;
@@ -714,7 +674,6 @@ void initBdwgc() {
     gc::initFinalizeQueue(fc);
     g_programAwait.store(getAwait(), std::memory_order_relaxed);
     setAwait(onAwaitFinalize);
-    g_awaitInstalled = true;
   }
 }
 
@@ -1012,14 +971,14 @@ HEAPMAN_EXPORT GC_on_thread_event_proc GC_get_on_thread_event(void) {
   return g_programThreadEvent;
 }
 HEAPMAN_EXPORT void GC_set_await_finalize_proc(GC_await_finalize_proc fn) {
-  if (!g_awaitInstalled) {
+  if (!gc::finalizeQueueOn()) {
     static Real<decltype(::GC_set_await_finalize_proc)> real{"GC_set_await_finalize_proc"};
     return real.get()(fn);
   }
   g_programAwait.store(fn, std::memory_order_release);
 }
 HEAPMAN_EXPORT GC_await_finalize_proc GC_get_await_finalize_proc(void) {
-  if (!g_awaitInstalled) {
+  if (!gc::finalizeQueueOn()) {
     static Real<decltype(::GC_get_await_finalize_proc)> real{"GC_get_await_finalize_proc"};
     return real.get()();
   }
@@ -1033,7 +992,7 @@ template <class Fn>
                                                      GC_finalization_proc fn, void* cd,
                                                      GC_finalization_proc* ofn, void** ocd) {
   real.get()(obj, fn, cd, ofn, ocd);
-  if (g_awaitInstalled && obj) gc::finalizerRegistered(obj, fn != nullptr, cd);
+  if (gc::finalizeQueueOn() && obj) gc::finalizerRegistered(obj, fn != nullptr, cd);
 }
 HEAPMAN_EXPORT void GC_register_finalizer(void* obj, GC_finalization_proc fn, void* cd,
                                           GC_finalization_proc* ofn, void** ocd) {
@@ -1081,7 +1040,7 @@ HEAPMAN_EXPORT int GC_invoke_finalizers(void) {
   // The call returned when the collector's queue was empty; if it still is (no collection can
   // queue while we hold the lock), every listed object has left. The caller never holds the lock
   // here: GC_invoke_finalizers takes it itself.
-  if (g_awaitInstalled)
+  if (gc::finalizeQueueOn())
     g_callWithLock(
         [](void*) -> void* {
           gc::finalizeQueueIfEmpty();

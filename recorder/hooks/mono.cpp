@@ -58,8 +58,10 @@
 
 #include "../core/gc_events.h"
 #include "../core/recorder.h"
-#include "finalize_queue.h"
-#include "gc_tracking.h"
+#include "layers.h"
+#include "../collector/collection.h"
+#include "../collector/finalize_queue.h"
+#include "../collector/gc_tracking.h"
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
 
@@ -799,8 +801,6 @@ void onFinalizing(MonoProfiler*, MonoObject* obj) {
 // Collections.
 
 uint32_t g_gcNumber = 0;
-uint64_t g_gcStartNs = 0;
-bool g_awaitInstalled = false;  // the recorder's await-finalize proc is the fork's
 
 // The fork's GC_finalize queued `obj` (allocation lock held, world running).
 void onAwaitFinalize(void* obj) {
@@ -941,42 +941,9 @@ size_t collectRoots(uint64_t mySp) {
   return n;
 }
 
-void onGcStart() {
-  g_gcNumber = static_cast<uint32_t>(*m.gcNo) + 1;
-  g_gcStartNs = monotonicNs();
-  if (g_awaitInstalled) gc::startFinalizeQueue(g_gcNumber);
-  Ring* r = threadRing();
-  if (!r) return;
-  if (RawEvent* e = begin(r, Kind::kGcBegin, 0, 0)) {
-    e->a = g_gcNumber;
-    e->b = static_cast<uint64_t>(m.mono_gc_get_heap_size());
-    commit(r, e);
-  }
-}
-
-void onGcEnd() {
-  if (g_awaitInstalled) gc::finishFinalizeQueue(g_gcNumber);
-  Ring* r = threadRing();
-  if (!r) return;
-  bool dump = gc::dumpThisGc(g_gcNumber);
-  gc::emitMarks(r, g_gcNumber, dump);
-  size_t roots = collectRoots(reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
-  RootSetEntry queue = gc::finalizeQueueRoot(dump);
-  if (queue.size && g_roots) g_roots[roots++] = queue;
-  gc::emitRootSet(r, g_gcNumber, g_roots, roots);
-  if (dump) {
-    gc::emitRamDump(r, g_gcNumber, g_roots, roots);
-    gc::clearFinalizeQueueTable();
-  }
-  if (RawEvent* e = begin(r, Kind::kGcEnd, 0, 0)) {
-    auto heap = static_cast<uint64_t>(m.mono_gc_get_heap_size());
-    auto used = static_cast<uint64_t>(m.mono_gc_get_used_size());
-    e->a = g_gcNumber;
-    e->b = heap;
-    e->c = heap > used ? heap - used : 0;
-    e->extra = monotonicNs() - g_gcStartNs;
-    commit(r, e);
-  }
+gc::RootList rootsOfCollection(uint64_t mySp) {
+  size_t n = collectRoots(mySp);
+  return {g_roots, n, g_roots ? size_t{kMaxRoots + kMaxThreads + 1} : 0};
 }
 
 // START and END come with the collector's lock held and the world running; of the stop/start-world
@@ -998,11 +965,13 @@ void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool) {
   bool was = gc::t_inCallback;
   gc::t_inCallback = true;
   if (event == MONO_GC_EVENT_START) {
-    collectionStarted();
-    onGcStart();
+    g_gcNumber = static_cast<uint32_t>(*m.gcNo) + 1;
+    gc::collectionBegins(g_gcNumber, static_cast<uint64_t>(m.mono_gc_get_heap_size()));
   } else {
-    onGcEnd();
-    collectionEnded();
+    gc::collectionReclaimed(g_gcNumber, rootsOfCollection);
+    auto heap = static_cast<uint64_t>(m.mono_gc_get_heap_size());
+    auto used = static_cast<uint64_t>(m.mono_gc_get_used_size());
+    gc::collectionEnds(g_gcNumber, heap, heap > used ? heap - used : 0);
   }
   gc::t_inCallback = was;
 }
@@ -1079,7 +1048,6 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
     fc.pending = m.pending;
     gc::initFinalizeQueue(fc);
     m.setAwaitFinalize(onAwaitFinalize);
-    g_awaitInstalled = true;
   }
   pthread_key_create(&g_shadowKey, freeShadow);
   // A fork child records into new rings, which may lie where the parent's did: the forking

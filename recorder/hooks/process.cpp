@@ -169,36 +169,6 @@ void installCrashHandlers() {
   installAltStack();
 }
 
-constexpr size_t kAltStackBytes = 64 << 10;
-
-void* installAltStack() {
-  stack_t cur{};
-  if (sigaltstack(nullptr, &cur) != 0 || !(cur.ss_flags & SS_DISABLE)) return nullptr;
-  void* mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return nullptr;
-  stack_t ss{};
-  ss.ss_sp = mem;
-  ss.ss_size = kAltStackBytes;
-  if (sigaltstack(&ss, nullptr) != 0) {
-    munmap(mem, kAltStackBytes);
-    return nullptr;
-  }
-  return mem;
-}
-
-void removeAltStack(void* mem) {
-  if (!mem) return;
-  stack_t cur{};
-  if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == mem && !(cur.ss_flags & SS_ONSTACK)) {
-    stack_t off{};
-    off.ss_flags = SS_DISABLE;
-    sigaltstack(&off, nullptr);
-  } else if (cur.ss_sp == mem) {
-    return;  // running on it: leave it
-  }
-  munmap(mem, kAltStackBytes);
-}
-
 }  // namespace heapman::rec
 
 using namespace heapman::rec;

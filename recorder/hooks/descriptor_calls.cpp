@@ -1,11 +1,11 @@
 // The program's own descriptor calls, interposed so that they never reach the log's descriptor
-// (core/descriptors.h says why and how).
+// (core/log_fd.h says why and how).
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "../core/descriptors.h"
+#include "../core/log_fd.h"
 #include "../core/recorder.h"
 
 extern "C" int __dup2(int, int);  // glibc's dup2 under its other exported name: not this hook

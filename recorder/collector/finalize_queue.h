@@ -56,6 +56,8 @@ struct FinalizeQueueCollector {
   bool popsReported = false;
 };
 void initFinalizeQueue(const FinalizeQueueCollector& c);
+// Whether a layer set the queue up (initFinalizeQueue): its collector reports queued objects.
+bool finalizeQueueOn();
 
 // The collector's await-finalize proc: collection `gc` queued `obj`. Allocation lock held.
 void finalizeQueued(void* obj, uint32_t gc);

@@ -1,5 +1,5 @@
-// The log's file descriptor (descriptors.h).
-#include "descriptors.h"
+// The log's file descriptor, and the sink the writer writes the log through (log_fd.h).
+#include "log_fd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +11,8 @@
 
 #include <cstdio>
 #include <cstring>
+
+#include "recorder.h"
 
 extern "C" int __close(int);  // glibc's close, exported under this name too: not our hook
 
@@ -146,5 +148,41 @@ LogWrite::LogWrite() {
 LogWrite::~LogWrite() { gWriting.fetch_sub(1, std::memory_order_seq_cst); }
 
 bool LogWrite::same() const { return namesLog(fd_); }
+
+bool LogFileSink::write(const void* data, size_t n) {
+  auto* p = static_cast<const uint8_t*>(data);
+  for (bool reopened = false;;) {
+    int err = 0;
+    {
+      LogWrite w;
+      if (w.same()) {
+        while (n > 0) {
+          ssize_t k = ::write(w.fd(), p, n);
+          if (k < 0 && errno == EINTR) continue;
+          if (k <= 0) {
+            err = k < 0 ? errno : EIO;
+            break;
+          }
+          p += k;
+          n -= static_cast<size_t>(k);
+          written_ += static_cast<uint64_t>(k);
+        }
+        if (n == 0) return true;
+        if (err != EBADF) {
+          error_ = err == EIO ? "write returned 0" : std::strerror(err);
+          return false;
+        }
+      }
+    }
+    // The descriptor was closed under the hooks (or names another file now): once per write.
+    if (reopened || !reopenLog(g.output, written_)) {
+      error_ = std::string("the program closed the log's file descriptor, and opening the log "
+                           "again failed: ") +
+               (reopened ? "it was closed again" : std::strerror(errno));
+      return false;
+    }
+    reopened = true;
+  }
+}
 
 }  // namespace heapman::rec

@@ -3,7 +3,7 @@
 // A program owns its descriptor numbers: `exec 3>out.txt` in a shell, dup2(fd, 3..7), a daemon's
 // close_range(3, ~0U) before exec. The log is therefore never on a low number: it is moved at
 // once to a high one (F_DUPFD_CLOEXEC, just under the soft RLIMIT_NOFILE, at most ~1000), and the
-// hooks of hooks/descriptors.cpp keep it there:
+// hooks of hooks/descriptor_calls.cpp keep it there:
 // - dup2/dup3 onto the log's number move the log to another number first (vacate), then do what
 //   the program asked;
 // - close() of the log's number fails with EBADF, as it would without the recorder (the program
@@ -21,6 +21,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "heapman/logformat/writer.h"
 
 namespace heapman::rec {
 
@@ -59,6 +62,21 @@ class LogWrite {
 
  private:
   int fd_;
+};
+
+
+// The log file, through its protected descriptor (above): every write checks that the
+// descriptor is still the log's file, so that a program that closed it behind the hooks' back (a
+// raw system call) and reused the number never gets log bytes in its file; the log is then
+// opened again by its path and written on where it stopped.
+class LogFileSink : public log::Sink {
+ public:
+  bool write(const void* data, size_t n) override;
+  std::string error() const override { return error_; }
+
+ private:
+  std::string error_;
+  uint64_t written_ = 0;  // bytes of the log written: where a reopened descriptor goes on
 };
 
 }  // namespace heapman::rec

@@ -59,6 +59,10 @@ void initTracking(const Collector& c);
 // Allocation lock held, at the end of collection `gc`: the mark-bit snapshot as a kMarks ring
 // event; with `forDump`, also notes every marked object for emitRamDump.
 void emitMarks(Ring* r, uint32_t gc, bool forDump);
+// A custom event named `name` was recorded: the RAM dump policy event:NAME asks for a dump at the
+// next collection (heapman_record_event).
+void noteEventForGc(const char* name, size_t len);
+
 // The root set as a kRootSet event.
 void emitRootSet(Ring* r, uint32_t gc, const RootSetEntry* roots, size_t n);
 // Whether the RAM dump policy wants a dump at collection `gc` (asks once per collection).

@@ -502,16 +502,10 @@ uint32_t threadIndexOf(pthread_t t) {
   return log::kRecorderThread;
 }
 
-}  // namespace heapman::rec::gc
-
-namespace heapman::rec {
-
-// A custom event may ask for a RAM dump at the next collection (policy event:NAME).
 void noteEventForGc(const char* name, size_t len) {
-  using namespace gc;
   if (g.ramDumps.kind == env::RamDumps::Kind::kAtEvent && g.ramDumps.eventLength == len &&
       std::memcmp(g.ramDumps.event, name, len) == 0)
     g_dumpRequested.store(true, std::memory_order_relaxed);
 }
 
-}  // namespace heapman::rec
+}  // namespace heapman::rec::gc

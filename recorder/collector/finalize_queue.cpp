@@ -16,6 +16,7 @@ namespace heapman::rec::gc {
 namespace {
 
 FinalizeQueueCollector g_fc;
+bool g_on = false;  // initFinalizeQueue ran
 
 struct Entry {
   uint64_t hidden;  // ~address
@@ -138,11 +139,14 @@ void applyLeft(uint32_t gc) {
 
 void initFinalizeQueue(const FinalizeQueueCollector& c) {
   g_fc = c;
+  g_on = true;
   // A thread that held the spinlock when another forked is not in the child: free it there (a
   // half-made change to the tables can only list a word too many or miss one; probing ends at an
   // empty slot, which a table at most 3/4 full always has).
   pthread_atfork(nullptr, nullptr, [] { g_lock.store(false, std::memory_order_relaxed); });
 }
+
+bool finalizeQueueOn() { return g_on; }
 
 void finalizeQueued(void* obj, uint32_t gc) {
   uint64_t key = ~reinterpret_cast<uint64_t>(obj), data = ~uint64_t{0};

@@ -1,0 +1,117 @@
+// The writer's tables that turn what the rings carry into the log's ids: stacks interned as a
+// trie of StackNode records, runtime handles (MonoClass*, MonoMethod*) mapped to TypeDef and
+// MethodDef ids. Writer thread only.
+#pragma once
+
+#include <xxhash.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "heapman/logformat/writer.h"
+
+namespace heapman::rec::writer {
+
+using namespace heapman::log;
+
+// A managed frame as the stack table keys it: its MethodDef id with this bit set.
+constexpr uint64_t kManagedFrame = uint64_t{1} << 63;
+
+// Stacks as a trie of (parent, frame) nodes, with a cache from whole-stack hash to leaf. A frame
+// with kManagedFrame set is a managed one (a MethodDef id).
+class StackTable {
+ public:
+  uint32_t intern(const uint64_t* frames, uint32_t n, LogWriter& log) {
+    if (n == 0) return 0;
+    uint64_t h = XXH3_64bits(frames, n * sizeof(uint64_t));
+    CacheEntry& slot = cache_[h & (kCacheSize - 1)];
+    if (slot.hash == h && matches(slot.leaf, frames, n)) return slot.leaf;
+    auto it = byHash_.find(h);
+    if (it != byHash_.end() && matches(it->second, frames, n)) {
+      slot = {h, it->second};
+      return it->second;
+    }
+    uint32_t parent = 0;
+    for (uint32_t i = n; i-- > 0;) {  // from the outermost frame to the leaf
+      Key k{parent, frames[i]};
+      auto c = children_.find(k);
+      if (c == children_.end()) {
+        auto id = static_cast<uint32_t>(nodes_.size());
+        nodes_.push_back({parent, frames[i]});
+        children_.emplace(k, id);
+        log.write(StackNode{id, parent, frames[i] & ~kManagedFrame, (frames[i] & kManagedFrame) != 0});
+        parent = id;
+      } else {
+        parent = c->second;
+      }
+    }
+    byHash_[h] = parent;
+    slot = {h, parent};
+    return parent;
+  }
+
+ private:
+  struct Node {
+    uint32_t parent;
+    uint64_t frame;
+  };
+  struct Key {
+    uint32_t parent;
+    uint64_t frame;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return (k.frame * 0x9E3779B97F4A7C15ull) ^ (uint64_t{k.parent} * 0xC2B2AE3D27D4EB4Full);
+    }
+  };
+  bool matches(uint32_t id, const uint64_t* frames, uint32_t n) const {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (id == 0 || nodes_[id].frame != frames[i]) return false;
+      id = nodes_[id].parent;
+    }
+    return id == 0;
+  }
+
+  // Most events hit a stack seen recently: a direct-mapped cache answers them without the map.
+  struct CacheEntry {
+    uint64_t hash = 0;
+    uint32_t leaf = 0;
+  };
+  static constexpr size_t kCacheSize = 16384;
+  std::vector<CacheEntry> cache_ = std::vector<CacheEntry>(kCacheSize);
+  std::vector<Node> nodes_{{0, 0}};  // id 0: the empty stack
+  std::unordered_map<Key, uint32_t, KeyHash> children_;
+  std::unordered_map<uint64_t, uint32_t> byHash_;
+};
+
+// Runtime handles (MonoClass*, MonoMethod*) to log ids: a direct-mapped cache in front of a hash
+// map, since nearly every managed allocation asks for one.
+class HandleMap {
+ public:
+  uint32_t find(uint64_t handle) {
+    Entry& c = cache_[(handle * 0x9E3779B97F4A7C15ull) >> 52];
+    if (c.handle == handle && handle) return c.id;
+    auto it = map_.find(handle);
+    if (it == map_.end()) return 0;
+    c = {handle, it->second};
+    return it->second;
+  }
+  // The id of a new handle (ids count from 1); 0 if the handle is known already.
+  uint32_t add(uint64_t handle) {
+    auto [it, fresh] = map_.emplace(handle, static_cast<uint32_t>(map_.size() + 1));
+    return fresh ? it->second : 0;
+  }
+
+ private:
+  struct Entry {
+    uint64_t handle = 0;
+    uint32_t id = 0;
+  };
+  std::vector<Entry> cache_ = std::vector<Entry>(4096);
+  std::unordered_map<uint64_t, uint32_t> map_;
+};
+
+}  // namespace heapman::rec::writer
