@@ -1,6 +1,6 @@
 // What a collection of a Boehm-collected heap leaves behind for the log: which objects it kept
 // (a snapshot of the mark bits), the root set, RAM dumps. Shared by the bdwgc layer
-// (hooks/bdwgc.cpp, LD_PRELOAD on libgc.so.1) and the Mono layer (hooks/mono.cpp, the Boehm fork
+// (hooks/bdwgc/, LD_PRELOAD on libgc.so.1) and the Mono layer (hooks/mono/, the Boehm fork
 // linked into mono-boehm); each hands its collector's entry points to initTracking().
 //
 // Which objects a collection freed, exactly. The program's threads keep no set of live objects:

@@ -1,4 +1,4 @@
-// What the collector layers (hooks/bdwgc.cpp, hooks/mono.cpp) hand to the writer thread besides
+// What the collector layers (hooks/bdwgc/, hooks/mono/) hand to the writer thread besides
 // plain ring events: root-set entries, mark-bit snapshots and RAM dumps. All are built under the
 // collector's lock with no allocation from any heap (ring bytes, or one mmap'd block); the writer
 // turns them into log records.

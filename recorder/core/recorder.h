@@ -2,7 +2,7 @@
 //
 // Rules: hooks check the thread's reentrancy guard first; nothing on
 // the hook path locks, allocates from the hooked heap, hashes, compresses or touches stdio; events
-// go to the thread's Ring; the writer thread (writer.cpp) does everything else.
+// go to the thread's Ring; the writer thread (writer.h) does everything else.
 #pragma once
 
 #include <pthread.h>
@@ -94,7 +94,7 @@ struct State {
   // Recording is set up in this process (setUpWriter): the log is open and the writer's state
   // made; its thread may not run yet (writerThread).
   bool writerRunning = false;
-  std::atomic<uint32_t> writerThread{0};  // 1 while a writer thread runs (writer.cpp)
+  std::atomic<uint32_t> writerThread{0};  // 1 while a writer thread runs (writer_thread.cpp)
   std::atomic<uint32_t> pause{0};         // pauseWriter asks the thread to end for a while
   std::atomic<uint64_t> lazySinceNs{0};   // armLazyStart's time: the writer thread is due 50 ms on
   uint32_t depth = 32;                 // frames per stack
@@ -160,8 +160,8 @@ struct State {
   // the collector layers take dumps by it, the log header names it.
   char ramDumpsText[8 + env::kMaxEventName] = {};
   env::RamDumps ramDumps;
-  char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc.cpp)
-  char monoVersion[64] = {};           // set when the program is Mono (hooks/mono.cpp)
+  char bdwgcVersion[32] = {};          // set when the program runs on libgc (hooks/bdwgc/init.cpp)
+  char monoVersion[64] = {};           // set when the program is Mono (hooks/mono/init.cpp)
   int8_t gcInteriorPointers = -1;      // libgc's GC_all_interior_pointers at start; -1: unknown
   bool recordNative = true;            // glibc malloc family (off in Mono unless asked for)
   std::atomic<void*> spareDump{nullptr};  // a used RamDump block for the next dump (gc_events.h)
@@ -312,7 +312,7 @@ inline uint64_t monotonicNs() {
 // its pid.
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
-// The writer thread starts lazily (writer.cpp): a short single-threaded program never has a
+// The writer thread starts lazily (writer_thread.cpp): a short single-threaded program never has a
 // second thread (unshare(CLONE_NEWUSER) refuses a multi-threaded process; some programs count
 // their threads in /proc/self/task). It starts at the first record made kLazyStartNs after
 // recording began (State::lagDeadline sends that record to waitForWriter), when a second thread
@@ -331,10 +331,10 @@ void startWriterThread();
 void pauseWriter();
 // Starts the writer thread if it never ran, lets it finish the log and joins it (exit, exec).
 void stopWriter();
-// The writer thread is due kLazyStartNs from now (recorder.cpp).
+// The writer thread is due kLazyStartNs from now (writer_thread.cpp).
 void armLazyStart();
 // The lazy start's test, from a record past State::lagDeadline or a ring past half full
-// (`now`): starts the writer thread when it is due (recorder.cpp).
+// (`now`): starts the writer thread when it is due (writer_thread.cpp).
 void needWriter(bool now);
 
 // Start-up (lifecycle.cpp): reads heaprec's environment (contract.h), opens this process's log,

@@ -41,7 +41,7 @@ enum class Kind : uint8_t {
   kLost = 8,         // a = events dropped before this one
   kNop = 9,          // a sequence number that ended up unused (a realloc that failed)
   kModules = 10,     // the module list after a dlopen/dlclose (modules.h blob in the extra bytes)
-  // bdwgc (hooks/bdwgc.cpp). GC events come from the collecting thread's ring.
+  // bdwgc (hooks/bdwgc/). GC events come from the collecting thread's ring.
   kGcBegin = 11,     // a = GC number, b = heap size
   kGcEnd = 12,       // a = GC number, b = heap size, c = free bytes, extra = pause ns
   kMarks = 13,       // a = MarkSnapshot* (gc_events.h; the writer derives the collected set
@@ -49,7 +49,7 @@ enum class Kind : uint8_t {
   kRootRange = 14,   // a = low, b = size, c = 1 added / 0 removed, heap = log::RootSource
   kRootSet = 15,     // a = GC number; extra bytes: RootSetEntry[]
   kRamDump = 16,     // a = RamDump* (the writer compresses and frees it); b = GC number
-  // Mono (hooks/mono.cpp). A managed allocation is a kAlloc with extra = its class's handle.
+  // Mono (hooks/mono/). A managed allocation is a kAlloc with extra = its class's handle.
   kTypeDef = 17,     // a = class handle (MonoClass*), b = instance size, c = name length
                      // | log::TypeLayout << 16 | array data offset << 24 | element size << 32;
                      // extra bytes: the name, then u32 reference offsets (log::TypeDef)
@@ -103,7 +103,7 @@ inline constexpr uint32_t kMemoFrames = 64;  // a multiple of 4 (replaySlot comp
 struct StackMemo {
   uint64_t start = 0;       // the frame the walk started at
   uint32_t count = 0;       // frames read; 0: nothing to replay
-  uint32_t frameless = 0;   // walkConstants() at the time (recorder.cpp)
+  uint32_t frameless = 0;   // walkConstants() at the time (stacks.cpp)
   uint64_t fp[kMemoFrames];  // the frames' addresses
   struct alignas(16) Words {
     uint64_t next, ret;      // the two words at fp (saved frame pointer, return address)

@@ -1,6 +1,6 @@
 // Unwind rules for code without frame pointers (--unwind auto): how to step from a return address
 // inside such a function to its caller's frame, read once from the module's .eh_frame and kept in
-// a lock-free cache keyed by the return address. captureStack (recorder.cpp) walks frame pointers
+// a lock-free cache keyed by the return address. captureStack (stacks.cpp) walks frame pointers
 // and steps through these frames with the rule, then goes on with frame pointers.
 //
 // x86-64 only needs three things from the call-frame information at a call site: where the CFA

@@ -189,7 +189,7 @@ class Writer {
   // A kTypeDef event (ring.h) as the log's TypeDef.
   static TypeDef typeDef(uint32_t id, RawEvent* e);
 
-  // A class or method the recorder never defined (it cannot happen by construction, mono.cpp;
+  // A class or method the recorder never defined (it cannot happen by construction, hooks/mono/allocation.cpp;
   // a log stays readable if it does): defined here under its handle.
   uint32_t typeId(uint64_t handle);
   uint32_t methodId(uint64_t handle);

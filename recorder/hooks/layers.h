@@ -14,7 +14,7 @@ namespace heapman::rec {
 void installCrashHandlers();
 
 #if HEAPMAN_WITH_BDWGC
-// bdwgc.cpp: hooks the program's libgc, if it has one. Once at start-up, after recording is on
+// bdwgc/init.cpp: hooks the program's libgc, if it has one. Once at start-up, after recording is on
 // and before the writer thread starts.
 void initBdwgc();
 #else
@@ -22,7 +22,7 @@ inline void initBdwgc() {}
 #endif
 
 #if HEAPMAN_WITH_MONO
-// mono.cpp: notes a Mono program (its version, whether its own mallocs are recorded); the
+// mono/init.cpp: notes a Mono program (its version, whether its own mallocs are recorded); the
 // profiler module itself starts when Mono loads it (--profile=heapman). Once at start-up, before
 // recording starts.
 void initMono();

@@ -305,7 +305,7 @@ TEST_CASE("mono: the sample game's output is unchanged, with and without stacks"
   for (const Alloc& a : withStacks.allocs)
     withStack += !withStacks.frames(a.stackId).empty() && withStacks.frames(a.stackId)[0] != "?";
   CHECK(withStack * 10 >= withStacks.allocs.size() * 9);
-  // Methods that cannot allocate are left uninstrumented (mono.cpp, mayAllocate): the stacks of
+  // Methods that cannot allocate are left uninstrumented (hooks/mono/stacks.cpp, mayAllocate): the stacks of
   // the game's own objects are the same as with every method instrumented.
   setenv("HEAPMAN_MONO_ALL_METHODS", "1", 1);
   Recording all = record(dir, "game_all", {kMono, HMREC_MONO_GAME, "3", "200"});
