@@ -1,4 +1,4 @@
-// The heap graph's speed on generated heaps (docs/PERFORMANCE.md, "Heap graph").
+// The heap graph's speed on generated heaps (docs/PERFORMANCE.md, "Heap graph"; its history in docs/PERFORMANCE_HISTORY.md).
 //
 //   graph_bench scan OBJECTS        a dump laid out as bdwgc lays out small objects (4 KiB blocks
 //                                   of one size: 16, 32, 48 or 64 bytes), 3/4 of the words

@@ -342,7 +342,7 @@ void copyStoppedStack(uint64_t low, uint64_t high) {
     void* p = g_stoppedBlock ? mremap(g_stoppedBlock, g_stoppedLength, length, MREMAP_MAYMOVE)
                              : mmap(nullptr, length, PROT_READ | PROT_WRITE,
                                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return;  // this stack is copied after the restart, as before
+    if (p == MAP_FAILED) return;  // this stack is then copied after the restart
     g_stoppedBlock = static_cast<uint8_t*>(p);
     g_stoppedLength = length;
   }

@@ -7,7 +7,7 @@
 // is (rsp or rbp plus an offset), that the return address is at CFA - 8 (what every CIE says),
 // and where the caller's rbp is (unchanged, or saved at CFA - 8 * slot). Anything else (signal
 // frames, DWARF expressions, registers saved in registers, stack realignment) is kUnknown: the
-// caller then unwinds the whole stack with libunwind, as before.
+// caller then unwinds the whole stack with libunwind.
 //
 // Hot path: frameRule() is one or two relaxed loads from a static table; a miss reads the
 // module's .eh_frame_hdr and .eh_frame in place (binary search, then the CIE's and FDE's

@@ -83,7 +83,7 @@ class Writer {
   // program's thread (8 192 of them for a 32 MiB ring, one per 64 allocations). The writer keeps
   // the populated part at twice what the producer wrote (at least 256 KiB), so a thread that
   // records little keeps little resident. MADV_POPULATE_WRITE is Linux 5.14; without it the
-  // producer faults its pages as before.
+  // producer faults its pages itself.
   static void populateAhead();
 
   // No numbered event with a smaller sequence number, nor an unnumbered one that goes before

@@ -6,7 +6,7 @@
 // - _exit / _Exit skip atexit and destructors: the log is finished here instead.
 // - SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS: the recorder's handler stays installed.
 //   sigaction() and signal() for these are interposed: the program's handler is remembered and
-//   called from ours, so the program behaves as before (Mono, for one, handles SIGSEGV itself).
+//   called from ours, so the program behaves as it does unrecorded (Mono, for one, handles SIGSEGV itself).
 //   When the program has no handler (the signal will kill it) the log is flushed first, so it
 //   stays readable up to the crash, then the default action happens as it would have. Every
 //   recording thread gets an alternate signal stack where it has none (installAltStack), so that

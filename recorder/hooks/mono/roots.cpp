@@ -303,7 +303,7 @@ void onFinalizing(MonoProfiler*, MonoObject* obj) {
 // from its lowest mapped page (the collector scanned it from its marking frames, returned by now).
 // Read from GC_threads, which only the collecting thread changes, under the allocation lock it
 // holds; no lock of ours (a stopped thread may hold one), no allocation. The END callback checks
-// the table's layout as before (collectorStacks) and takes these copies where the ranges agree.
+// the table's layout (collectorStacks) and takes these copies where the ranges agree.
 void copyStacksWhileStopped(uint32_t gc) {
   if (g_gcThreadsOff || !g_gcThreads || !g_gcStackBottom || !gc::dumpPlanned(gc)) return;
   gc::beginStoppedStacks();
