@@ -274,7 +274,7 @@ class Replay {
   void forEachChunk(size_t first, Make&& make, Done&& done, Want&& want);
   void loadCheckpoint(size_t i);
   // The state as a checkpoint: all live objects, or (delta) those born since the last checkpoint
-  // and the addresses of the ones that died since (cpDeaths_). Layout in replay.cpp.
+  // and the addresses of the ones that died since (cpDeaths_). Layout in checkpoint.cpp.
   std::vector<uint8_t> serializeState(bool delta) const;
   void applyCheckpoint(const std::vector<uint8_t>& raw, bool delta);
   void maybeCheckpoint(size_t k, uint64_t& sinceCheckpoint);
