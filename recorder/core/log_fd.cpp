@@ -86,7 +86,7 @@ bool reopenLog(const char* path, uint64_t offset) {
 bool openLog(char* path, size_t cap, bool exclusive) {
   int fd = -1;
   if (!exclusive) {
-    fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kLogMode);
   } else {
     const size_t len = std::strlen(path);
     for (int k = 1; k < 10000; ++k) {
@@ -98,7 +98,7 @@ bool openLog(char* path, size_t cap, bool exclusive) {
           return false;
         }
       }
-      fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kLogMode);
       if (fd >= 0 || errno != EEXIST) break;
     }
   }
@@ -111,6 +111,8 @@ bool openLog(char* path, size_t cap, bool exclusive) {
   if (fstat(fd, &st) == 0) {
     gDev = st.st_dev;
     gIno = st.st_ino;
+    // An existing file keeps no wider mode than a new one (a FIFO or a device is left alone).
+    if (S_ISREG(st.st_mode) && (st.st_mode & 07777 & ~kLogMode)) fchmod(fd, st.st_mode & kLogMode);
   }
   gLogFd.store(fd, std::memory_order_seq_cst);
   return true;
