@@ -1,6 +1,6 @@
-// heapman allocs LOG [--from POINT] [--to POINT] [--type REGEX] [--function REGEX]: the
-// allocations and deaths (free, realloc, collected, replaced) of a type or blame function in a
-// range, in sequence order.
+// heapman allocs LOG [--from POINT] [--to POINT] [--type REGEX] [--function REGEX] [--top N]:
+// the allocations and deaths (free, realloc, collected, replaced) of a type or blame function in
+// a range, in sequence order.
 #include "session.h"
 
 namespace heapman::cli {
@@ -8,16 +8,19 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("from", po::value<std::string>(), "start of the range (default: start)")(
-      "to", po::value<std::string>(), "end of the range (default: end)")(
-      "type", po::value<std::string>(), "regex on the type name ('(native)' for untyped)")(
-      "function", po::value<std::string>(), "regex on the blame function")(
-      "allocs-only", "allocations only")("frees-only", "deaths only")(
-      "limit", po::value<size_t>()->default_value(1000), "at most N rows (0: all)");
-  addQueryOptions(o);
+  o.add_options()("from", po::value<std::string>()->value_name("POINT"),
+                  "start of the range (default: start)")(
+      "to", po::value<std::string>()->value_name("POINT"), "end of the range (default: end)")(
+      "type", po::value<std::string>()->value_name("REGEX"),
+      "regex on the type name ('(native)' for untyped)")(
+      "function", po::value<std::string>()->value_name("REGEX"), "regex on the blame function")(
+      "allocs-only", "allocations only")("frees-only", "deaths only");
+  addTopOption(o, 1000, "events");
+  addFrameOptions(o);
+  addOutputOptions(o);
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t from = pointOf(s, vm, "from", "start"), to = pointOf(s, vm, "to", "end");
   replay::AllocFilter f;
@@ -25,7 +28,8 @@ int run(Session& s, const po::variables_map& vm) {
   if (vm.count("function")) f.functionRegex = vm["function"].as<std::string>();
   f.allocs = !vm.count("frees-only");
   f.frees = !vm.count("allocs-only");
-  f.limit = vm["limit"].as<size_t>();
+  if (!f.allocs && !f.frees) throw UsageError("give --allocs-only or --frees-only, not both");
+  f.limit = topOf(vm);
   replay::Attribution a(s.replay->tables(), *s.namer, ex);
   replay::AllocsResult res = replay::listAllocs(*s.replay, a, from, to, f);
   Report r;
@@ -51,9 +55,12 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kAllocsVerb{"allocs",
-                                    "[--from POINT] [--to POINT] [--type RE] [--function RE]",
-                                    "dump allocations and frees of a type or function in a range",
-                                    options, run};
+extern const Verb kAllocsVerb{
+    .name = "allocs",
+    .synopsis = "[--from POINT] [--to POINT] [--type RE] [--function RE] [--top N]",
+    .summary = "dump allocations and frees of a type or function in a range",
+    .options = options,
+    .run = run,
+    .renamed = {{.old = "limit", .now = "top"}}};
 
 }  // namespace heapman::cli

@@ -11,11 +11,14 @@ namespace {
 constexpr size_t kTextCallers = 3;
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at", po::value<std::string>(), "point (default: end)")(
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"), "point (default: end)")(
       "stacks",
       "after each row its top stack by live bytes, the frames skipped by the exclusions marked "
       "[excluded] (CSV: the stacks table, one frame a line; JSON: a \"stacks\" array)");
-  addQueryOptions(o);
+  addSortOption(o);
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o, {"functions", "stacks"});
 }
 
 std::string topTypes(const replay::BlameRow& row) {
@@ -40,7 +43,7 @@ void addTextStack(Table& t, const replay::BlameRow& row) {
     t.add({"    ... " + num(row.stack.size() - shown) + " more frames", "", "", "", "", "", ""});
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t at = pointOf(s, vm, "at", "end");
   bool stacks = vm.count("stacks") > 0;
@@ -84,7 +87,7 @@ int run(Session& s, const po::variables_map& vm) {
   r.tables.push_back(std::move(t));
   if (stacks && machine) {
     r.tables.push_back(std::move(st));
-    out.csvTable = "stacks";
+    if (out.csvTable.empty()) out.csvTable = "stacks";
   }
   emit(r, out);
   return kExitOk;
@@ -92,8 +95,12 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kBlameVerb{
-    "blame", "[--at POINT] [--sort bytes|objects|name] [--top N] [--stacks]",
-    "live bytes and objects per blame function at a point", options, run};
+extern const Verb kBlameVerb{
+    .name = "blame",
+    .synopsis = "[--at POINT] [--sort bytes|objects|name] [--top N] [--stacks]",
+    .summary = "live bytes and objects per blame function at a point",
+    .options = options,
+    .run = run,
+    .needs = {{"table", "csv"}}};
 
 }  // namespace heapman::cli

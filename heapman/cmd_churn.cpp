@@ -7,12 +7,16 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("from", po::value<std::string>(), "start of the range (default: start)")(
-      "to", po::value<std::string>(), "end of the range (default: end)");
-  addQueryOptions(o);
+  o.add_options()("from", po::value<std::string>()->value_name("POINT"),
+                  "start of the range (default: start)")(
+      "to", po::value<std::string>()->value_name("POINT"), "end of the range (default: end)");
+  addSortOption(o);
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o);
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t from = pointOf(s, vm, "from", "start"), to = pointOf(s, vm, "to", "end");
   replay::Attribution a(s.replay->tables(), *s.namer, ex);
@@ -42,8 +46,11 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kChurnVerb{"churn", "[--from POINT] [--to POINT] [--sort ...] [--top N]",
-                                   "garbage per blame function over a range (collected, freed)",
-                                   options, run};
+extern const Verb kChurnVerb{
+    .name = "churn",
+    .synopsis = "[--from POINT] [--to POINT] [--sort ...] [--top N]",
+    .summary = "garbage per blame function over a range (collected, freed)",
+    .options = options,
+    .run = run};
 
 }  // namespace heapman::cli

@@ -10,18 +10,22 @@ Table compareTable(const char* name, const char* key, const std::vector<replay::
 namespace {
 
 void options(po::options_description& o, po::positional_options_description& pos) {
-  o.add_options()("other", po::value<std::string>(), "the log to compare with (B)")(
-      "at", po::value<std::string>(), "point in both logs (default: end)")(
-      "at-b", po::value<std::string>(), "point in the other log (default: --at)")(
-      "by", po::value<std::string>()->default_value("functions"), "table for CSV: functions | types");
+  o.add_options()("other", po::value<std::string>()->value_name("LOG"),
+                  "the log to compare with (B)")(
+      "at", po::value<std::string>()->value_name("POINT"), "point in both logs (default: end)")(
+      "at-b", po::value<std::string>()->value_name("POINT"),
+      "point in the other log (default: --at)");
   pos.add("other", 1);
-  addQueryOptions(o);
+  addSortOption(o);
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o, {"functions", "types"});
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   if (!vm.count("other")) throw UsageError("no other log to compare with");
   replay::Exclusions ex = exclusionsOf(vm);
-  auto other = Session::open(vm["other"].as<std::string>(), !vm.count("no-symbols"));
+  auto other = Session::open(vm["other"].as<std::string>(), s.symbolize);
   uint64_t pa = pointOf(s, vm, "at", "end");
   uint64_t pb = vm.count("at-b") ? pointOf(*other, vm, "at-b") : pointOf(*other, vm, "at", "end");
   replay::Attribution aa(s.replay->tables(), *s.namer, ex);
@@ -34,9 +38,7 @@ int run(Session& s, const po::variables_map& vm) {
   r.warnings = d.warnings;
   r.tables.push_back(compareTable("functions", "function", d.functions, true));
   r.tables.push_back(compareTable("types", "type", d.types, false));
-  OutputOptions o = outputOptions(vm);
-  o.csvTable = vm["by"].as<std::string>();
-  emit(r, o);
+  emit(r, outputOptions(vm));
   if (const auto& damage = other->replay->damage()) {  // the first log's: runOneShot says it
     std::fprintf(stderr,
                  "heapman compare: %s is damaged (%s): the answer covers only the intact part "
@@ -49,7 +51,12 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kCompareVerb{"compare", "OTHER_LOG [--at POINT] [--at-b POINT]",
-                                     "blame and per-type deltas between two logs", options, run};
+extern const Verb kCompareVerb{.name = "compare",
+                               .synopsis = "OTHER_LOG [--at POINT] [--at-b POINT]",
+                               .summary = "blame and per-type deltas between two logs",
+                               .options = options,
+                               .run = run,
+                               .needs = {{"", "other"}, {"table", "csv"}},
+                               .renamed = {{.old = "by", .now = "table"}}};
 
 }  // namespace heapman::cli

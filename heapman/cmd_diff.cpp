@@ -10,13 +10,15 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("from", po::value<std::string>(), "first point (A)")(
-      "to", po::value<std::string>(), "second point (B)")(
+  o.add_options()("from", po::value<std::string>()->value_name("POINT"), "first point (A)")(
+      "to", po::value<std::string>()->value_name("POINT"), "second point (B)")(
       "born", "list objects born between A and B and alive at B")(
-      "born-limit", po::value<size_t>()->default_value(1000), "at most N born objects (0: all)")(
-      "by", po::value<std::string>()->default_value("functions"),
-      "table for CSV: functions | types | born | dump-types | dump-sites");
-  addQueryOptions(o);
+      "born-limit", po::value<size_t>()->default_value(1000)->value_name("N"),
+      "at most N born objects (0: all)");
+  addSortOption(o);
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o, {"functions", "types", "born", "dump-types", "dump-sites"});
 }
 
 Table diffTable(const char* name, const char* key, const std::vector<replay::DiffRow>& rows,
@@ -58,7 +60,7 @@ Table dumpTable(const char* name, const char* key, const std::vector<graph::Dump
   return t;
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t from = pointOf(s, vm, "from"), to = pointOf(s, vm, "to");
   replay::Attribution a(s.replay->tables(), *s.namer, ex);
@@ -82,12 +84,7 @@ int run(Session& s, const po::variables_map& vm) {
     }
     r.tables.push_back(std::move(t));
   }
-  OutputOptions o = outputOptions(vm);
-  o.csvTable = vm["by"].as<std::string>();
-  if (o.csvTable != "functions" && o.csvTable != "types" && o.csvTable != "born" &&
-      o.csvTable != "dump-types" && o.csvTable != "dump-sites")
-    throw UsageError("--by must be functions, types, born, dump-types or dump-sites");
-  emit(r, o);
+  emit(r, outputOptions(vm));
   return kExitOk;
 }
 
@@ -120,8 +117,13 @@ Table compareTable(const char* name, const char* key, const std::vector<replay::
   return diffTable(name, key, rows, withSite);
 }
 
-extern const ReplayVerb kDiffVerb{"diff", "--from POINT --to POINT [--born] [--by functions|types]",
-                                  "growth per blame function and per type between two points",
-                                  options, run};
+extern const Verb kDiffVerb{
+    .name = "diff",
+    .synopsis = "--from POINT --to POINT [--born] [--table functions|types]",
+    .summary = "growth per blame function and per type between two points",
+    .options = options,
+    .run = run,
+    .needs = {{"", "from"}, {"", "to"}, {"born-limit", "born"}, {"table", "csv"}},
+    .renamed = {{.old = "by", .now = "table"}}};
 
 }  // namespace heapman::cli

@@ -8,8 +8,7 @@ namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
   o.add_options()("frames", "list frame marks instead of custom events")(
-      "name", po::value<std::string>(), "only events with this name")(
-      "no-symbols", "unused here (accepted for symmetry)");
+      "name", po::value<std::string>()->value_name("NAME"), "only custom events with this name");
   addOutputOptions(o);
 }
 
@@ -19,8 +18,11 @@ std::string ms(uint64_t ns) {
   return b;
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   const replay::LogTables& t = s.replay->tables();
+  if (vm.count("frames") && vm.count("name"))
+    throw UsageError("--name picks custom events; frame marks have no name (give one of --frames "
+                     "and --name)");
   Report r;
   r.query = vm.count("frames") ? "frames" : "events";
   r.warnings = replay::warnings(*s.replay);
@@ -51,8 +53,11 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kEventsVerb{"events", "[--frames] [--name NAME]",
-                                    "list custom events (or frame marks) and the points naming them",
-                                    options, run};
+extern const Verb kEventsVerb{
+    .name = "events",
+    .synopsis = "[--frames] [--name NAME]",
+    .summary = "list custom events (or frame marks) and the points naming them",
+    .options = options,
+    .run = run};
 
 }  // namespace heapman::cli

@@ -10,7 +10,6 @@ namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
   addOutputOptions(o);
-  o.add_options()("no-symbols", "unused here (accepted for symmetry)");
 }
 
 std::string ms(uint64_t ns) {
@@ -19,7 +18,7 @@ std::string ms(uint64_t ns) {
   return b;
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   const replay::LogTables& t = s.replay->tables();
   Report r;
   r.query = "gcs";
@@ -46,8 +45,11 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kGcsVerb{"gcs", "[--csv FILE|-] [--json FILE|-]",
-                                 "list GCs: number, sequence, time, heap size, live, collected, pause",
-                                 options, run};
+extern const Verb kGcsVerb{
+    .name = "gcs",
+    .synopsis = "[--csv FILE|-] [--json FILE|-]",
+    .summary = "list GCs: number, sequence, time, heap size, live, collected, pause",
+    .options = options,
+    .run = run};
 
 }  // namespace heapman::cli

@@ -1,13 +1,15 @@
-// heapman info LOG [--json]
+// heapman info LOG [--json FILE|-]: the log's header, record counts, heaps, GCs, custom events.
 #include <cinttypes>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
 #include "json.h"
-#include "options.h"
+#include "output.h"
+#include "verbs.h"
 
 namespace heapman::cli {
 
@@ -178,14 +180,16 @@ void text(const LogReader& r, const LogSummary& s) {
                 s.ramSegments, s.ramBytes / 1024.0, s.ramDedupedSegments);
 }
 
-}  // namespace
+void options(po::options_description& o, po::positional_options_description&) {
+  o.add_options()("json", po::value<std::string>()->value_name("FILE|-"),
+                  "write JSON to FILE ('-': stdout, instead of the text)");
+}
 
-int runInfo(const Args& args) {
-  po::options_description opts("info options");
-  opts.add_options()("json", "print JSON for tools instead of text");
-  po::variables_map vm;
-  if (int rc = parseArgs("info", "LOG [--json]", opts, args, vm)) return rc < 0 ? kExitOk : rc;
-  std::string path = vm["log"].as<std::string>();
+int run(const std::string& path, const VerbOptions& vm) {
+  std::string jsonTo = vm.count("json") ? vm["json"].as<std::string>() : "";
+  std::error_code ec;
+  if (jsonTo != "-" && !jsonTo.empty() && std::filesystem::equivalent(jsonTo, path, ec))
+    throw UsageError("--json " + jsonTo + " is the log: give the JSON another name");
   LogReader reader = [&] {
     try {
       return LogReader::open(path);
@@ -200,11 +204,21 @@ int runInfo(const Args& args) {
     throw std::runtime_error(path + ": " + e.what() +
                              "\n(run `heapman verify` for details; the chunks before it are intact)");
   }
-  if (vm.count("json"))
-    std::fputs(json(reader, s).c_str(), stdout);
-  else
-    text(reader, s);
+  // As the other verbs: the text unless the JSON goes to stdout.
+  if (jsonTo != "-") text(reader, s);
+  if (!jsonTo.empty()) writeOutput(jsonTo, json(reader, s));
   return kExitOk;
 }
+
+}  // namespace
+
+// `--json` was a flag (JSON on stdout): without a value it is still read so, for one release.
+extern const Verb kInfoVerb{
+    .name = "info",
+    .synopsis = "[--json FILE|-]",
+    .summary = "summarize a log: header, record counts, GCs, custom events",
+    .options = options,
+    .runFile = run,
+    .renamed = {{.old = "json", .now = "json", .bare = "-"}}};
 
 }  // namespace heapman::cli

@@ -1,5 +1,5 @@
 // heapman leaks LOG [--at-each EVENT | --gcs N,M,...] [--min-points 3] [--top N] [--csv F]
-// [--json F] [--dot DIR] [--explain]: what grows every time the program comes back to the same
+// [--json F] [--dot-dir DIR] [--explain]: what grows every time the program comes back to the same
 // state (replay/leaks/include/heapman/leaks/leaks.h): growing sites and types, and with RAM dumps
 // the growing containers, where their growth collects, their root path and a sentence each.
 #include <cmath>
@@ -14,13 +14,18 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at-each", po::value<std::string>(),
+  o.add_options()("at-each", po::value<std::string>()->value_name("EVENT"),
                   "compare the heap at each occurrence of this custom event")(
-      "gcs", po::value<std::string>(), "compare the heap after these GCs (N,M,...)")(
-      "min-points", po::value<size_t>()->default_value(3), "fewest points to compare")(
-      "dot", po::value<std::string>(), "write each suspect's root path as DIR/suspect-N.dot")(
+      "gcs", po::value<std::string>()->value_name("N,M,..."),
+      "compare the heap after these GCs")(
+      "min-points", po::value<size_t>()->default_value(3)->value_name("N"),
+      "fewest points to compare")(
+      "dot-dir", po::value<std::string>()->value_name("DIR"),
+      "write each suspect's root path as DIR/suspect-N.dot")(
       "explain", "say why each near miss (grew, but not at every point) was dropped");
-  addQueryOptions(o);
+  addTopOption(o, 10, "suspects and growing sites and types");
+  addFrameOptions(o);
+  addOutputOptions(o, {"suspects", "sites", "types", "paths", "points", "dropped"});
 }
 
 std::vector<uint32_t> parseGcs(const std::string& text) {
@@ -61,7 +66,7 @@ std::string fixed1(double v) {
   return b;
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   leaks::LeaksRequest req;
   if (vm.count("at-each") && vm.count("gcs"))
     throw UsageError("give --at-each EVENT or --gcs N,M,..., not both");
@@ -69,7 +74,7 @@ int run(Session& s, const po::variables_map& vm) {
   if (vm.count("gcs")) req.gcs = parseGcs(vm["gcs"].as<std::string>());
   req.minPoints = vm["min-points"].as<size_t>();
   if (req.minPoints < 2) throw UsageError("--min-points must be at least 2");
-  req.top = vm.count("top") ? topOf(vm) : 10;
+  req.top = topOf(vm);
   replay::Exclusions ex = exclusionsOf(vm);
   replay::Attribution a(s.replay->tables(), *s.namer, ex);
   leaks::LeaksResult res = leaks::findLeaks(*s.replay, a, req);
@@ -151,8 +156,8 @@ int run(Session& s, const po::variables_map& vm) {
     for (const leaks::NearMiss& m : res.nearMisses) miss.add({m.what, m.why});
     r.tables.push_back(std::move(miss));
   }
-  if (vm.count("dot")) {
-    std::filesystem::path dir = vm["dot"].as<std::string>();
+  if (vm.count("dot-dir")) {
+    std::filesystem::path dir = vm["dot-dir"].as<std::string>();
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) throw OutputError("writing " + dir.string() + " failed: " + ec.message());
@@ -168,9 +173,15 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kLeaksVerb{
-    "leaks", "[--at-each EVENT | --gcs N,M,...] [--min-points 3] [--top N] [--dot DIR] [--explain]",
-    "leak suspects: what grows at every repetition of a state, and the path that holds it",
-    options, run};
+extern const Verb kLeaksVerb{
+    .name = "leaks",
+    .synopsis =
+        "[--at-each EVENT | --gcs N,M,...] [--min-points 3] [--top N] [--dot-dir DIR] [--explain]",
+    .summary =
+        "leak suspects: what grows at every repetition of a state, and the path that holds it",
+    .options = options,
+    .run = run,
+    .needs = {{"table", "csv"}},
+    .renamed = {{.old = "dot", .now = "dot-dir"}}};
 
 }  // namespace heapman::cli

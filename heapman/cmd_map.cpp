@@ -12,11 +12,11 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at", po::value<std::string>(), "point (default: end)")(
-      "since", po::value<std::string>(),
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"), "point (default: end)")(
+      "since", po::value<std::string>()->value_name("POINT"),
       "objects that died between this point and --at are drawn red, those born since bright "
       "(default: the last GC before --at)")(
-      "output,o", po::value<std::string>(), "the PNG file to write");
+      "output,o", po::value<std::string>()->value_name("FILE.png"), "the PNG file to write");
   addMapOptions(o);
   addOutputOptions(o);
 }
@@ -27,7 +27,7 @@ std::string hexColor(map::Rgb c) {
   return b;
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   if (!vm.count("output"))
     throw UsageError("give -o FILE.png\nusage: heapman map LOG --at POINT -o heap.png");
   std::string out = vm["output"].as<std::string>();
@@ -82,12 +82,21 @@ int run(Session& s, const po::variables_map& vm) {
   return kExitOk;
 }
 
+std::vector<Needs> needs() {
+  std::vector<Needs> n{{"", "output"}};
+  n.insert(n.end(), std::begin(kMapNeeds), std::end(kMapNeeds));
+  return n;
+}
+
 }  // namespace
 
-extern const ReplayVerb kMapVerb{
-    "map",
-    "--at POINT -o heap.png [--since POINT] [--layout hilbert|linear] "
-    "[--color kind|type|function|age] [--bytes-per-pixel N] [--size WxH]",
-    "a picture of the heap at a point: objects over the address space, coloured", options, run};
+extern const Verb kMapVerb{
+    .name = "map",
+    .synopsis = "--at POINT -o heap.png [--since POINT] [--layout hilbert|linear] "
+                "[--color kind|type|function|age] [--bytes-per-pixel N] [--size WxH]",
+    .summary = "a picture of the heap at a point: objects over the address space, coloured",
+    .options = options,
+    .run = run,
+    .needs = needs()};
 
 }  // namespace heapman::cli

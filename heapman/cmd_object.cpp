@@ -9,11 +9,13 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description& pos) {
-  o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
-      "address", po::value<std::string>(), "the address (hex)")(
-      "limit", po::value<size_t>()->default_value(100), "at most N references each way");
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"),
+                  "a dumped collection, gc:N (default: end)")(
+      "address", po::value<std::string>()->value_name("ADDR"), "the address (hex)");
   pos.add("address", 1);
-  addQueryOptions(o);
+  addTopOption(o, 100, "references each way");
+  addFrameOptions(o);
+  addOutputOptions(o, {"words", "pointed_to_by", "points_to", "stack"});
 }
 
 
@@ -27,14 +29,14 @@ Table refTable(const char* name, const std::vector<graph::Reference>& refs, bool
   return t;
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   if (!vm.count("address")) throw UsageError("no address given\nusage: heapman object LOG --at gc:N ADDR");
   uint64_t address = graph::parseAddress(vm["address"].as<std::string>());
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t at = pointOf(s, vm, "at", "end");
   replay::Attribution a(s.replay->tables(), *s.namer, ex);
   graph::ObjectResult res = graph::describeObject(graph::graphSessionFor(*s.replay), a, at,
-                                                  address, vm["limit"].as<size_t>());
+                                                  address, topOf(vm));
   Report r;
   r.query = "object";
   r.meta = {{"log", s.path}, {"point", "gc:" + std::to_string(res.gc)}, {"address", graph::hexAddress(address)}};
@@ -78,8 +80,13 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kObjectVerb{"object", "--at gc:N ADDR",
-                                    "the object containing an address: contents, pointers in and out",
-                                    options, run};
+extern const Verb kObjectVerb{
+    .name = "object",
+    .synopsis = "--at gc:N ADDR",
+    .summary = "the object containing an address: contents, pointers in and out",
+    .options = options,
+    .run = run,
+    .needs = {{"", "at"}, {"", "address"}, {"table", "csv"}},
+    .renamed = {{.old = "limit", .now = "top"}}};
 
 }  // namespace heapman::cli

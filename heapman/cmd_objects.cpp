@@ -9,15 +9,18 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
-      "type", po::value<std::string>(), "regex on the type name")(
-      "function", po::value<std::string>(), "regex on the blame function")(
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"),
+                  "a dumped collection, gc:N (default: end)")(
+      "type", po::value<std::string>()->value_name("REGEX"), "regex on the type name")(
+      "function", po::value<std::string>()->value_name("REGEX"), "regex on the blame function")(
       "unreachable", "only objects alive after the GC that no recorded root reaches");
-  addQueryOptions(o);
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o);
 }
 
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t at = pointOf(s, vm, "at", "end");
   graph::ObjectsFilter f;
@@ -49,8 +52,11 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kObjectsVerb{"objects", "--at gc:N [--type RE] [--function RE] [--top N]",
-                                     "objects alive after a dumped GC, by retained size", options,
-                                     run};
+extern const Verb kObjectsVerb{.name = "objects",
+                               .synopsis = "--at gc:N [--type RE] [--function RE] [--top N]",
+                               .summary = "objects alive after a dumped GC, by retained size",
+                               .options = options,
+                               .run = run,
+                               .needs = {{"", "at"}}};
 
 }  // namespace heapman::cli

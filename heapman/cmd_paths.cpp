@@ -11,19 +11,25 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description& pos) {
-  o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
-      "address", po::value<std::string>(), "the object's address (hex)")(
-      "type", po::value<std::string>(), "every object of the types matching REGEX")(
-      "max-paths", po::value<size_t>()->default_value(10), "paths listed")(
-      "max-nodes", po::value<size_t>()->default_value(2000), "nodes drawn in --dot / --gexf")(
-      "dot", po::value<std::string>(), "write the paths as Graphviz DOT (dot -Tsvg F)")(
-      "gexf", po::value<std::string>(), "write the paths as GEXF 1.3 (Gephi)");
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"),
+                  "a dumped collection, gc:N (default: end)")(
+      "address", po::value<std::string>()->value_name("ADDR"), "the object's address (hex)")(
+      "type", po::value<std::string>()->value_name("REGEX"),
+      "every object of the types matching REGEX")(
+      "max-paths", po::value<size_t>()->default_value(10)->value_name("N"), "paths listed")(
+      "max-nodes", po::value<size_t>()->default_value(2000)->value_name("N"),
+      "nodes drawn in --dot / --gexf")(
+      "dot", po::value<std::string>()->value_name("FILE.dot"),
+      "write the paths as Graphviz DOT (dot -Tsvg FILE.dot)")(
+      "gexf", po::value<std::string>()->value_name("FILE.gexf"),
+      "write the paths as GEXF 1.3 (Gephi)");
   pos.add("address", 1);
-  addQueryOptions(o);
+  addFrameOptions(o);
+  addOutputOptions(o);
 }
 
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   if (vm.count("address") == vm.count("type"))
     throw UsageError("give an address or --type REGEX\nusage: heapman paths LOG --at gc:N ADDR");
   graph::PathsRequest req;
@@ -77,9 +83,13 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kPathsVerb{"paths",
-                                   "--at gc:N ADDR | --type REGEX [--dot F] [--gexf F]",
-                                   "why objects are alive: shortest paths from the roots",
-                                   options, run};
+extern const Verb kPathsVerb{.name = "paths",
+                             .synopsis = "--at gc:N ADDR | --type REGEX [--dot F] [--gexf F]",
+                             .summary = "why objects are alive: shortest paths from the roots",
+                             .options = options,
+                             .run = run,
+                             .needs = {{"", "at"},
+                                       {"", "address|type"},
+                                       {"max-nodes", "dot|gexf"}}};
 
 }  // namespace heapman::cli

@@ -20,27 +20,26 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("output,o", po::value<std::string>(), "the page to write (report.html)")(
-      "compare", po::value<std::string>(), "a second log shown beside it, with the differences")(
-      "at", po::value<std::vector<std::string>>(),
+  o.add_options()("output,o", po::value<std::string>()->value_name("FILE.html"),
+                  "the page to write (report.html)")(
+      "compare", po::value<std::string>()->value_name("LOG"),
+      "a second log shown beside it, with the differences")(
+      "at", po::value<std::vector<std::string>>()->value_name("POINT"),
       "one more point with a blame and flame graph (repeatable; besides the custom events or "
       "GCs, the peak and the end)")(
-      "points", po::value<size_t>()->default_value(24),
+      "points", po::value<size_t>()->default_value(24)->value_name("N"),
       "custom events (else GCs) chosen evenly as points, at most")(
-      "samples", po::value<size_t>()->default_value(1200), "samples of the live series")(
-      "frames", po::value<size_t>()->default_value(12),
+      "samples", po::value<size_t>()->default_value(1200)->value_name("N"),
+      "samples of the live series")(
+      "maps", po::value<size_t>()->default_value(12)->value_name("N"),
       "heap-map pictures at most (each repeated custom event, else GCs; 0: none)")(
-      "section", po::value<std::vector<std::string>>(),
+      "section", po::value<std::vector<std::string>>()->value_name("FILE"),
       "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
-      "shapes: docs/DESIGN.md 3.10)")(
-      "exclude", po::value<std::string>(),
-      "leaf-exclusion regexes, one a line (replaces the default list)")(
-      "exclude-add", po::value<std::vector<std::string>>(),
-      "one more leaf-exclusion regex (repeatable)")(
-      "no-symbols", "name native frames module+offset (no DWARF lookups)");
+      "shapes: docs/DESIGN.md 3.10)");
+  addFrameOptions(o);
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   if (!vm.count("output")) throw UsageError("-o FILE is required (the page to write)");
   std::string out = vm["output"].as<std::string>();
   // Never write the page over a log (nothing of the user's is lost to a swapped argument).
@@ -67,7 +66,7 @@ int run(Session& s, const po::variables_map& vm) {
     }
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
   report::FramesOptions fo;
-  fo.maxFrames = vm["frames"].as<size_t>();
+  fo.maxFrames = vm["maps"].as<size_t>();
   // The heap maps' scan of the log rides on the run's own pass.
   std::optional<map::LogScanner> scanner;
   if (fo.maxFrames) scanner.emplace(*s.replay);
@@ -102,7 +101,7 @@ int run(Session& s, const po::variables_map& vm) {
   sections(s, 0, scanner);
   int rc = kExitOk;
   if (vm.count("compare")) {
-    auto other = Session::open(vm["compare"].as<std::string>(), !vm.count("no-symbols"));
+    auto other = Session::open(vm["compare"].as<std::string>(), s.symbolize);
     for (const std::string& p : o.points) other->replay->resolve(p);
     std::optional<map::LogScanner> otherScanner;
     if (fo.maxFrames) otherScanner.emplace(*other->replay);
@@ -129,10 +128,15 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kReportVerb{
-    "report", "-o report.html [--compare LOG2] [--at POINT]... [--frames N] [--section FILE]...",
-    "one self-contained HTML page: live heap over time, blame, growth, churn, flame graphs, leak "
-    "suspects, heap maps",
-    options, run};
+// --frames N was the heap maps' count; events --frames lists frame marks.
+extern const Verb kReportVerb{
+    .name = "report",
+    .synopsis = "-o report.html [--compare LOG2] [--at POINT]... [--maps N] [--section FILE]...",
+    .summary = "one self-contained HTML page: live heap over time, blame, growth, churn, flame "
+               "graphs, leak suspects, heap maps",
+    .options = options,
+    .run = run,
+    .needs = {{"", "output"}},
+    .renamed = {{.old = "frames", .now = "maps"}}};
 
 }  // namespace heapman::cli

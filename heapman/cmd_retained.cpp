@@ -10,12 +10,16 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at", po::value<std::string>(), "a dumped collection, gc:N (default: end)")(
-      "by", po::value<std::string>()->default_value("type"), "object | type | function");
-  addQueryOptions(o);
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"),
+                  "a dumped collection, gc:N (default: end)")(
+      "by", po::value<std::string>()->default_value("type")->value_name("object|type|function"),
+      "one row per object, type or allocating function");
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o);
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions ex = exclusionsOf(vm);
   uint64_t at = pointOf(s, vm, "at", "end");
   std::string by = vm["by"].as<std::string>();
@@ -74,9 +78,15 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kRetainedVerb{"retained",
-                                      "--at gc:N [--by object|type|function] [--top N]",
-                                      "retained sizes from the dominator tree of a dumped GC",
-                                      options, run};
+// The rows by type name no function: the frame options apply to the other two.
+extern const Verb kRetainedVerb{
+    .name = "retained",
+    .synopsis = "--at gc:N [--by object|type|function] [--top N]",
+    .summary = "retained sizes from the dominator tree of a dumped GC",
+    .options = options,
+    .run = run,
+    .needs = {{"", "at"},
+              {"exclude", "by=object|by=function"},
+              {"exclude-add", "by=object|by=function"}}};
 
 }  // namespace heapman::cli

@@ -8,20 +8,23 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at", po::value<std::string>(), "live set at this point (default: end)")(
-      "from", po::value<std::string>(), "garbage over a range: its start")(
-      "to", po::value<std::string>(), "garbage over a range: its end (default: end)")(
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"),
+                  "live set at this point (default: end)")(
+      "from", po::value<std::string>()->value_name("POINT"), "garbage over a range: its start")(
+      "to", po::value<std::string>()->value_name("POINT"),
+      "garbage over a range: its end (default: end)")(
       "objects", "count objects instead of bytes")(
-      "output,o", po::value<std::string>(), "write to FILE (default: stdout)")(
-      "no-symbols", "name native frames module+offset (no DWARF lookups)");
+      "output,o", po::value<std::string>()->value_name("FILE"), "write to FILE (default: stdout)");
+  addNoSymbolsOption(o);
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   replay::Exclusions none;  // folded stacks keep every frame
   replay::Attribution a(s.replay->tables(), *s.namer, none);
   std::vector<replay::FoldedLine> lines;
-  if (vm.count("from") || (vm.count("to") && !vm.count("at"))) {
-    if (vm.count("at")) throw UsageError("--at and --from/--to exclude each other");
+  if (vm.count("at") && (vm.count("from") || vm.count("to")))
+    throw UsageError("--at and --from/--to exclude each other");
+  if (vm.count("from") || vm.count("to")) {
     lines = replay::foldedChurn(*s.replay, a, pointOf(s, vm, "from", "start"),
                                 pointOf(s, vm, "to", "end"));
   } else {
@@ -40,8 +43,10 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kStacksVerb{"stacks", "[--at POINT | --from POINT --to POINT] [-o FILE]",
-                                    "folded stacks of the live set or of a range's garbage",
-                                    options, run};
+extern const Verb kStacksVerb{.name = "stacks",
+                              .synopsis = "[--at POINT | --from POINT --to POINT] [-o FILE]",
+                              .summary = "folded stacks of the live set or of a range's garbage",
+                              .options = options,
+                              .run = run};
 
 }  // namespace heapman::cli

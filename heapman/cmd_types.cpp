@@ -1,6 +1,6 @@
-// heapman types LOG [--at POINT] [--compare POINT]: live objects per type at a point; with
-// --compare, at both points and the generation born between them (FBAllocationTracker's view);
-// where both points have RAM dumps, also their objects compared (new / survived / freed).
+// heapman types LOG [--at POINT] [--since POINT]: live objects per type at a point; with --since,
+// at both points and the generation born between them (FBAllocationTracker's view); where both
+// points have RAM dumps, also their objects compared (new / survived / freed).
 #include "session.h"
 
 namespace heapman::cli {
@@ -8,16 +8,21 @@ namespace heapman::cli {
 namespace {
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("at", po::value<std::string>(), "point (default: end)")(
-      "compare", po::value<std::string>(), "an earlier point to compare with");
-  addQueryOptions(o);
+  o.add_options()("at", po::value<std::string>()->value_name("POINT"), "point (default: end)")(
+      "since", po::value<std::string>()->value_name("POINT"),
+      "an earlier point: counts at both, and what was born between");
+  addSortOption(o);
+  addTopOption(o);
+  addFrameOptions(o);
+  addOutputOptions(o, {"types", "dump-types", "dump-sites"});
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   uint64_t at = pointOf(s, vm, "at", "end");
-  uint64_t against = vm.count("compare") ? pointOf(s, vm, "compare") : 0;
-  replay::TypesResult res = replay::typeCounts(*s.replay, at, vm.count("compare") ? &against : nullptr,
-                                               sortOf(vm), topOf(vm));
+  bool since = vm.count("since") > 0;
+  uint64_t against = since ? pointOf(s, vm, "since") : 0;
+  replay::TypesResult res =
+      replay::typeCounts(*s.replay, at, since ? &against : nullptr, sortOf(vm), topOf(vm));
   Report r;
   r.query = "types";
   r.meta = {{"log", s.path}, {"point", res.at}};
@@ -52,8 +57,17 @@ int run(Session& s, const po::variables_map& vm) {
 
 }  // namespace
 
-extern const ReplayVerb kTypesVerb{"types", "[--at POINT] [--compare POINT]",
-                                   "live objects per type at a point, or compared with another",
-                                   options, run};
+// Blame's functions appear only in the dump comparison, with --since: so do the frame options.
+extern const Verb kTypesVerb{
+    .name = "types",
+    .synopsis = "[--at POINT] [--since POINT]",
+    .summary = "live objects per type at a point, or compared with another",
+    .options = options,
+    .run = run,
+    .needs = {{"exclude", "since"},
+              {"exclude-add", "since"},
+              {"no-symbols", "since"},
+              {"table", "csv"}},
+    .renamed = {{.old = "compare", .now = "since"}}};
 
 }  // namespace heapman::cli

@@ -9,15 +9,15 @@
 
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
-#include "options.h"
+#include "verbs.h"
 
 namespace heapman::cli {
 
-int runVerify(const Args& args) {
-  po::options_description opts("verify options");
-  po::variables_map vm;
-  if (int rc = parseArgs("verify", "LOG", opts, args, vm)) return rc < 0 ? kExitOk : rc;
-  std::string path = vm["log"].as<std::string>();
+namespace {
+
+void options(po::options_description&, po::positional_options_description&) {}
+
+int run(const std::string& path, const VerbOptions&) {
   try {
     // Read as the queries read it: the scan stops at a corrupt chunk header or footer, and the
     // chunks before it are checked in full first, so the error is the first bad chunk's
@@ -35,5 +35,14 @@ int runVerify(const Args& args) {
     return kExitBadLog;
   }
 }
+
+}  // namespace
+
+extern const Verb kVerifyVerb{
+    .name = "verify",
+    .synopsis = "",
+    .summary = "check every chunk of a log; exit 1 naming the first bad one",
+    .options = options,
+    .runFile = run};
 
 }  // namespace heapman::cli

@@ -17,16 +17,20 @@ namespace {
 namespace fs = std::filesystem;
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("from", po::value<std::string>(), "first point (default: start)")(
-      "to", po::value<std::string>(), "last point (default: end)")(
-      "every", po::value<std::string>(),
+  o.add_options()("from", po::value<std::string>()->value_name("POINT"),
+                  "first point (default: start)")(
+      "to", po::value<std::string>()->value_name("POINT"), "last point (default: end)")(
+      "every", po::value<std::string>()->value_name("gc|frame:N|ms:N"),
       "a picture after every GC (gc), every N-th frame mark (frame:N) or every N ms of recorded "
       "time (ms:N); default frame:1 when the log has frame marks, else gc, else ms:100")(
-      "fps", po::value<int>()->default_value(30), "video frames per second")(
+      "fps", po::value<int>()->default_value(30)->value_name("N"), "video frames per second")(
       "realtime", "each picture lasts the recorded time until the next (lines up with a capture)")(
-      "output,o", po::value<std::string>(), "the MP4 file to write (heap.vtt beside it)")(
-      "frames-dir", po::value<std::string>(), "also write each picture as DIR/frame-NNNNNN.png")(
-      "vtt", po::value<std::string>(), "the WebVTT file (default: the MP4's name with .vtt)");
+      "output,o", po::value<std::string>()->value_name("FILE.mp4"),
+      "the MP4 file to write (heap.vtt beside it)")(
+      "frames-dir", po::value<std::string>()->value_name("DIR"),
+      "also write each picture as DIR/frame-NNNNNN.png")(
+      "vtt", po::value<std::string>()->value_name("FILE.vtt"),
+      "the WebVTT file (default: the MP4's name with .vtt)");
   addMapOptions(o);
 }
 
@@ -36,7 +40,7 @@ std::string defaultEvery(const replay::LogTables& t) {
   return "ms:100";
 }
 
-int run(Session& s, const po::variables_map& vm) {
+int run(Session& s, const VerbOptions& vm) {
   if (!vm.count("output") && !vm.count("frames-dir"))
     throw UsageError("give -o FILE.mp4 (and/or --frames-dir DIR)\nusage: heapman video LOG -o "
                      "heap.mp4 [--from P --to P] [--every gc|frame:N|ms:N] [--realtime]");
@@ -133,13 +137,21 @@ int run(Session& s, const po::variables_map& vm) {
   return kExitOk;
 }
 
+std::vector<Needs> needs() {
+  std::vector<Needs> n{{"", "frames-dir|output"}};
+  n.insert(n.end(), std::begin(kMapNeeds), std::end(kMapNeeds));
+  return n;
+}
+
 }  // namespace
 
-extern const ReplayVerb kVideoVerb{
-    "video",
-    "-o heap.mp4 [--from P --to P] [--every gc|frame:N|ms:N] [--fps 30] [--realtime] "
-    "[--frames-dir D] [--layout ...] [--color ...]",
-    "a video of the heap map over a range, H.264 MP4 through ffmpeg, WebVTT subtitles", options,
-    run};
+extern const Verb kVideoVerb{
+    .name = "video",
+    .synopsis = "-o heap.mp4 [--from P --to P] [--every gc|frame:N|ms:N] [--fps 30] [--realtime] "
+                "[--frames-dir D] [--layout ...] [--color ...]",
+    .summary = "a video of the heap map over a range, H.264 MP4 through ffmpeg, WebVTT subtitles",
+    .options = options,
+    .run = run,
+    .needs = needs()};
 
 }  // namespace heapman::cli

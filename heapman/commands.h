@@ -1,7 +1,9 @@
-// heapman verbs. Each lives in its own cmd_<verb>.cpp, parses its own options with
-// Boost.Program_options, and only formats what logformat/ and replay/ compute.
+// heapman verbs. Each lives in its own cmd_<verb>.cpp, declares its options (verbs.h: one table,
+// one parser for the command line and the shell), and only formats what logformat/ and replay/
+// compute.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,8 +23,9 @@ inline constexpr int kExitInterrupted = 130;  // Ctrl-C (128 + SIGINT, as a shel
 // exit code for it. session.cpp.
 int reportError(const char* verb);
 
-int runInfo(const Args& args);
-int runVerify(const Args& args);
-int runShell(const Args& args);  // shell.cpp
+// Thrown for bad input to a verb (exit code kExitUsage; the shell keeps running).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace heapman::cli

@@ -1,8 +1,9 @@
 // heapman: explore HeapMan transaction logs.
-//   heapman VERB LOG [options]    every verb of kVerbs below (heapman --help lists them with a
-//                                 line each), one cmd_<verb>.cpp each
+//   heapman VERB LOG [options]    every verb of the table in verbs.cpp (heapman --help lists them
+//                                 with a line each), one cmd_<verb>.cpp each
 //   heapman LOG | heapman shell [LOG]   the interactive shell (shell.cpp)
 //   heapman --version             the project's version (CMake's PROJECT_VERSION)
+//   heapman --list-options        (not in --help) the verb table as JSON, for the tests
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -13,30 +14,17 @@
 #include "commands.h"
 #include "heapman/logformat/reader.h"
 #include "output.h"
-#include "session.h"
+#include "verbs.h"
 
 namespace {
-
-struct Verb {
-  const char* name;
-  int (*run)(const heapman::cli::Args&);
-  const char* summary;
-};
-
-constexpr Verb kVerbs[] = {
-    {"info", heapman::cli::runInfo, "summarize a log: header, record counts, GCs, custom events"},
-    {"verify", heapman::cli::runVerify, "check every chunk of a log; exit 1 naming the first bad one"},
-    {"shell", heapman::cli::runShell, "interactive shell on a log (also: heapman LOG)"},
-};
 
 void usage(FILE* out) {
   std::fprintf(out,
                "usage: heapman VERB [options] LOG\n"
                "       heapman LOG            (interactive shell)\n\n"
                "verbs:\n");
-  for (const Verb& v : kVerbs) std::fprintf(out, "  %-8s %s\n", v.name, v.summary);
-  for (const auto& v : heapman::cli::replayVerbs())
-    std::fprintf(out, "  %-8s %s\n", v.name, v.summary);
+  for (const heapman::cli::Verb* v : heapman::cli::verbs())
+    std::fprintf(out, "  %-8s %s\n", v->name, v->summary);
   std::fprintf(out,
                "\npoints: start, end, gc:N, NAME#K (K-th custom event NAME), NAME, frame:F, seq:S\n"
                "'heapman VERB --help' shows a verb's options.\n");
@@ -56,16 +44,13 @@ int run(int argc, char** argv) {
     std::printf("heapman %s\n", HEAPMAN_VERSION);
     return heapman::cli::kExitOk;
   }
-  heapman::cli::Args args(argv + 2, argv + argc);
-  for (const Verb& v : kVerbs) {
-    if (verb != v.name) continue;
-    try {
-      return v.run(args);
-    } catch (...) {
-      return heapman::cli::reportError(v.name);
-    }
+  if (verb == "--list-options") {
+    std::fputs(heapman::cli::listOptionsJson().c_str(), stdout);
+    return heapman::cli::kExitOk;
   }
-  if (const auto* v = heapman::cli::findReplayVerb(verb)) return heapman::cli::runOneShot(*v, args);
+  heapman::cli::Args args(argv + 2, argv + argc);
+  if (const heapman::cli::Verb* v = heapman::cli::findVerb(verb))
+    return heapman::cli::runOneShot(*v, args);
   if (struct stat st; ::stat(argv[1], &st) == 0) {
     if (!S_ISREG(st.st_mode)) {  // a FIFO, device or directory: say why, do not wait on it
       try {
@@ -76,7 +61,7 @@ int run(int argc, char** argv) {
       return heapman::cli::kExitBadLog;
     }
     heapman::cli::Args shellArgs(argv + 1, argv + argc);
-    return heapman::cli::runShell(shellArgs);
+    return heapman::cli::runOneShot(*heapman::cli::findVerb("shell"), shellArgs);
   }
   std::fprintf(stderr, "heapman: unknown verb '%s'\n\n", verb.c_str());
   usage(stderr);

@@ -1,4 +1,6 @@
-// Options the heap-map verbs share (map, video): layout, colours, size, exclusions.
+// Options the heap-map verbs share (map, video): layout, colours, size, exclusions. The frame
+// options (--exclude, --exclude-add, --no-symbols) name blame's functions: with --color function
+// only (kMapNeeds).
 #pragma once
 
 #include <filesystem>
@@ -11,21 +13,28 @@
 namespace heapman::cli {
 
 inline void addMapOptions(po::options_description& o) {
-  o.add_options()("layout", po::value<std::string>()->default_value("hilbert"),
-                  "hilbert | linear (rows as Tracy's memory map)")(
-      "color", po::value<std::string>()->default_value("kind"), "kind | type | function | age")(
-      "bytes-per-pixel", po::value<uint64_t>(), "a power of two (default: the smallest that fits)")(
-      "size", po::value<std::string>()->default_value("1024x1024"), "picture WIDTHxHEIGHT")(
-      "legend", po::value<size_t>()->default_value(12), "colours named in the legend")(
-      "exclude", po::value<std::string>(),
-      "leaf-exclusion regexes for --color function, one a line (replaces the default list)")(
-      "exclude-add", po::value<std::vector<std::string>>(),
-      "one more leaf-exclusion regex (repeatable)")(
-      "no-symbols", "name native frames module+offset (no DWARF lookups)");
+  o.add_options()("layout", po::value<std::string>()->default_value("hilbert")->value_name(
+                                "hilbert|linear"),
+                  "a Hilbert curve, or rows as Tracy's memory map")(
+      "color", po::value<std::string>()->default_value("kind")->value_name(
+                   "kind|type|function|age"),
+      "what a pixel's colour tells")(
+      "bytes-per-pixel", po::value<uint64_t>()->value_name("2^K"),
+      "a power of two (default: the smallest that fits)")(
+      "size", po::value<std::string>()->default_value("1024x1024")->value_name("WxH"),
+      "picture width and height")(
+      "legend", po::value<size_t>()->default_value(12)->value_name("N"),
+      "colours named in the legend");
+  addFrameOptions(o);
 }
 
+// For the verbs' table: the frame options apply with --color function only.
+inline constexpr Needs kMapNeeds[] = {{"exclude", "color=function"},
+                                      {"exclude-add", "color=function"},
+                                      {"no-symbols", "color=function"}};
+
 // The renderer's options; UsageError for bad ones.
-inline map::MapOptions mapOptionsOf(const po::variables_map& vm, const Session& s) {
+inline map::MapOptions mapOptionsOf(const VerbOptions& vm, const Session& s) {
   map::MapOptions m;
   try {
     m.curve = map::parseCurve(vm["layout"].as<std::string>());
@@ -53,7 +62,7 @@ struct MapSetup {
   map::LogScan scan;
   std::unique_ptr<map::MapRenderer> renderer;
 };
-inline std::unique_ptr<MapSetup> mapSetup(Session& s, const po::variables_map& vm) {
+inline std::unique_ptr<MapSetup> mapSetup(Session& s, const VerbOptions& vm) {
   auto m = std::make_unique<MapSetup>();
   map::MapOptions mo = mapOptionsOf(vm, s);
   if (mo.color == map::ColorBy::kFunction) {

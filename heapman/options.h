@@ -1,11 +1,9 @@
-// Argument parsing shared by the verbs: one positional LOG plus the verb's own options.
+// Option values and the parsed options the verbs read (verbs.h declares and parses them).
 #pragma once
 
 #include <boost/program_options.hpp>
 #include <charconv>
-#include <cstdio>
-#include <exception>
-#include <iostream>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -37,29 +35,35 @@ inline void validate(boost::any& v, const std::vector<std::string>& values, Coun
   v = Count{n};
 }
 
-// Parses args into vm. Returns kExitOk to go on, or an exit code (after printing help/errors).
-inline int parseArgs(const char* verb, const char* synopsis, po::options_description& opts,
-                     const Args& args, po::variables_map& vm) {
-  opts.add_options()("help,h", "show this help")("log", po::value<std::string>(), "log file");
-  po::positional_options_description pos;
-  pos.add("log", 1);
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "heapman %s: %s\nusage: heapman %s %s\n", verb, e.what(), verb, synopsis);
-    return kExitUsage;
+// The options of one command, as Boost parsed them, remembering which ones the verb looked at.
+// The verbs take this instead of a po::variables_map (whose count() and operator[] these hide),
+// so that with HEAPMAN_CHECK_OPTIONS set an option that was given but never read is reported:
+// the verb ignored it (tests/integration/verb_options_test.py runs every verb so).
+class VerbOptions : public po::variables_map {
+ public:
+  size_type count(const std::string& name) const {
+    read_.insert(name);
+    return po::variables_map::count(name);
   }
-  if (vm.count("help")) {
-    std::printf("usage: heapman %s %s\n", verb, synopsis);
-    opts.print(std::cout);
-    return -1;
+  const po::variable_value& operator[](const std::string& name) const {
+    read_.insert(name);
+    return po::variables_map::operator[](name);
   }
-  if (!vm.count("log")) {
-    std::fprintf(stderr, "heapman %s: no log given\nusage: heapman %s %s\n", verb, verb, synopsis);
-    return kExitUsage;
+  // Given on the command line (not a default), without counting as read: for the parser.
+  bool given(const std::string& name) const {
+    auto it = find(name);
+    return it != end() && !it->second.defaulted();
   }
-  return kExitOk;
-}
+  // Options given on the command line (not defaults) that nothing has read, but help.
+  std::vector<std::string> unread() const {
+    std::vector<std::string> out;
+    for (const auto& [name, value] : static_cast<const po::variables_map&>(*this))
+      if (!value.defaulted() && name != "help" && !read_.count(name)) out.push_back(name);
+    return out;
+  }
+
+ private:
+  mutable std::set<std::string> read_;
+};
 
 }  // namespace heapman::cli

@@ -91,15 +91,23 @@ std::string percent(double share) {
   return b;
 }
 
-void addOutputOptions(po::options_description& opts) {
-  opts.add_options()("csv", po::value<std::string>(), "write CSV to FILE ('-': stdout)")(
-      "json", po::value<std::string>(), "write JSON to FILE ('-': stdout)");
+void addOutputOptions(po::options_description& opts, const std::vector<std::string>& tables) {
+  opts.add_options()("csv", po::value<std::string>()->value_name("FILE|-"),
+                     "write a table as CSV to FILE ('-': stdout)")(
+      "json", po::value<std::string>()->value_name("FILE|-"),
+      "write every table as JSON to FILE ('-': stdout)");
+  if (tables.size() < 2) return;
+  std::string names;
+  for (const std::string& t : tables) names += (names.empty() ? "" : "|") + t;
+  opts.add_options()("table", po::value<std::string>()->value_name(names),
+                     ("the table --csv writes (default: " + tables.front() + ")").c_str());
 }
 
-OutputOptions outputOptions(const po::variables_map& vm) {
+OutputOptions outputOptions(const VerbOptions& vm) {
   OutputOptions o;
   if (vm.count("csv")) o.csv = vm["csv"].as<std::string>();
   if (vm.count("json")) o.json = vm["json"].as<std::string>();
+  if (vm.count("table")) o.csvTable = vm["table"].as<std::string>();
   return o;
 }
 
@@ -177,6 +185,18 @@ std::string jsonRows(const Table& t) {
 }
 
 void emit(const Report& r, const OutputOptions& o) {
+  const Table* csv = r.tables.empty() ? nullptr : &r.tables.front();
+  if (!o.csvTable.empty()) {
+    csv = nullptr;
+    std::string names;
+    for (const Table& x : r.tables) {
+      if (x.name == o.csvTable) csv = &x;
+      names += (names.empty() ? "" : ", ") + x.name;
+    }
+    if (!csv)
+      throw UsageError("--table " + o.csvTable + ": this answer has no such table (its tables: " +
+                       names + ")");
+  }
   bool toStdout = o.csv == "-" || o.json == "-";
   if (!toStdout) {
     std::string out;
@@ -195,12 +215,7 @@ void emit(const Report& r, const OutputOptions& o) {
   } else {
     for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
-  if (!o.csv.empty()) {
-    const Table* t = r.tables.empty() ? nullptr : &r.tables.front();
-    for (const Table& x : r.tables)
-      if (x.name == o.csvTable) t = &x;
-    if (t) writeOutput(o.csv, csvTable(*t));
-  }
+  if (!o.csv.empty() && csv) writeOutput(o.csv, csvTable(*csv));
   if (!o.json.empty()) {
     JsonObject j;
     j.str("query", r.query);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/program_options.hpp>
+#include "options.h"
 
 namespace heapman::cli {
 
@@ -35,11 +35,14 @@ struct OutputOptions {
   std::string csvTable;   // which table goes to CSV; empty: the first
 };
 
-void addOutputOptions(boost::program_options::options_description& opts);
-OutputOptions outputOptions(const boost::program_options::variables_map& vm);
+// --csv FILE|- and --json FILE|-; with more than one table name, also --table NAME (which one
+// --csv writes; the first by default). The verb's table in verbs() says that --table needs --csv.
+void addOutputOptions(po::options_description& opts, const std::vector<std::string>& tables = {});
+OutputOptions outputOptions(const VerbOptions& vm);
 
 // Writes the report: tables to stdout unless CSV or JSON go there; CSV and JSON where asked.
-// Throws OutputError when stdout or a file cannot be written.
+// Throws OutputError when stdout or a file cannot be written, UsageError (before writing
+// anything) when the answer has no table named csvTable.
 void emit(const Report& r, const OutputOptions& o);
 
 // A write that failed (full disk, closed pipe, no permission). what(): "writing OUTPUT failed:

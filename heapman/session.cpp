@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <new>
 #include <regex>
 #include <system_error>
@@ -14,30 +12,6 @@
 namespace heapman::cli {
 
 namespace fs = std::filesystem;
-
-extern const ReplayVerb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb, kAllocsVerb,
-    kTypesVerb, kCompareVerb, kStacksVerb;
-extern const ReplayVerb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
-    kPathsVerb, kGraphVerb;  // heap graph
-extern const ReplayVerb kMapVerb, kVideoVerb;  // heap-map pictures and videos
-extern const ReplayVerb kLeaksVerb;  // leak suspects
-extern const ReplayVerb kReportVerb;  // the HTML report
-
-const std::vector<ReplayVerb>& replayVerbs() {
-  static const std::vector<ReplayVerb> v{kBlameVerb,  kDiffVerb,  kChurnVerb,
-                                         kGcsVerb,    kEventsVerb, kAllocsVerb,
-                                         kTypesVerb,  kCompareVerb, kStacksVerb,
-                                         kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb,
-                                         kPathsVerb, kGraphVerb,  kLeaksVerb,
-                                         kMapVerb,   kVideoVerb,  kReportVerb};
-  return v;
-}
-
-const ReplayVerb* findReplayVerb(const std::string& name) {
-  for (const ReplayVerb& v : replayVerbs())
-    if (name == v.name) return &v;
-  return nullptr;
-}
 
 void ProgressBar::restart(std::string label) {
   finish();
@@ -64,44 +38,6 @@ void ProgressBar::operator()(uint64_t done, uint64_t total) {
                static_cast<int>(100 * done / total));
   std::fflush(stderr);
 }
-
-namespace {
-
-// Parses a verb's options; returns -1 for --help (printed), 0 to go on. Throws UsageError.
-int parse(const ReplayVerb& v, const Args& args, bool withLog, po::variables_map& vm) {
-  po::options_description opts(std::string(v.name) + " options");
-  po::positional_options_description pos;
-  opts.add_options()("help,h", "show this help");
-  if (withLog) {
-    opts.add_options()("log", po::value<std::string>(), "log file");
-    pos.add("log", 1);
-  }
-  v.options(opts, pos);
-  try {
-    po::store(po::command_line_parser(args).options(opts).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const std::exception& e) {
-    throw UsageError(e.what() + std::string("\nusage: ") + (withLog ? "heapman " : "") + v.name +
-                     (withLog ? " LOG " : " ") + v.synopsis);
-  }
-  if (vm.count("help")) {
-    std::printf("usage: %s%s%s%s\n%s\n\n", withLog ? "heapman " : "", v.name,
-                withLog ? " LOG " : " ", v.synopsis, v.summary);
-    opts.print(std::cout);
-    return -1;
-  }
-  return 0;
-}
-
-int guarded(const char* verb, const std::function<int()>& f) {
-  try {
-    return f();
-  } catch (...) {
-    return reportError(verb);
-  }
-}
-
-}  // namespace
 
 int reportError(const char* verb) {
   auto say = [&](const std::string& what) {
@@ -158,6 +94,7 @@ std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel) {
   auto s = std::make_unique<Session>();
   s->path = path;
+  s->symbolize = symbolize;
   replay::ReplayOptions o;
   s->progress = std::make_shared<ProgressBar>();
   s->progress->restart("indexing " + fs::path(path).filename().string());
@@ -174,64 +111,13 @@ std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
   return s;
 }
 
-int runOneShot(const ReplayVerb& v, const Args& args) {
-  return guarded(v.name, [&] {
-    po::variables_map vm;
-    if (parse(v, args, true, vm) < 0) return kExitOk;
-    if (!vm.count("log"))
-      throw UsageError(std::string("no log given\nusage: heapman ") + v.name + " LOG " +
-                       v.synopsis);
-    auto s = Session::open(vm["log"].as<std::string>(), !vm.count("no-symbols"));
-    s->progress->restart(v.name);
-    int rc = v.run(*s, vm);
-    s->progress->finish();
-    if (s->replay->damage() && rc == kExitOk) {
-      // The answer is printed, but it covers only part of the log: scripts must notice.
-      std::fprintf(stderr,
-                   "heapman %s: %s is damaged (%s): the answer covers only the intact part before "
-                   "it; run `heapman verify %s` for details\n",
-                   v.name, s->path.c_str(), s->replay->damage()->what(), s->path.c_str());
-      rc = kExitBadLog;
-    }
-    return rc;
-  });
-}
-
-int runInSession(const ReplayVerb& v, Session& s, const Args& args) {
-  return guarded(v.name, [&] {
-    po::variables_map vm;
-    if (parse(v, args, false, vm) < 0) return kExitOk;
-    s.progress->restart(v.name);
-    int rc;
-    try {
-      rc = v.run(s, vm);
-    } catch (...) {
-      s.progress->finish();  // erase a half-drawn bar before the error (or "interrupted")
-      throw;
-    }
-    s.progress->finish();
-    return rc;
-  });
-}
-
 // ---- shared options -----------------------------------------------------------------------------
 
-void addQueryOptions(po::options_description& opts) {
-  opts.add_options()("sort", po::value<std::string>(), "bytes | objects | name")(
-      "top", po::value<Count>(), "show the first N rows only (0: all)")(
-      "exclude", po::value<std::string>(),
-      "leaf-exclusion regexes, one a line (replaces the default list)")(
-      "exclude-add", po::value<std::vector<std::string>>(),
-      "one more leaf-exclusion regex (repeatable)")(
-      "no-symbols", "name native frames module+offset (no DWARF lookups)");
-  addOutputOptions(opts);
-}
-
-replay::SortBy sortOf(const po::variables_map& vm, replay::SortBy dflt) {
+replay::SortBy sortOf(const VerbOptions& vm, replay::SortBy dflt) {
   return vm.count("sort") ? replay::parseSortBy(vm["sort"].as<std::string>()) : dflt;
 }
 
-size_t topOf(const po::variables_map& vm) { return vm.count("top") ? vm["top"].as<Count>().n : 0; }
+size_t topOf(const VerbOptions& vm) { return vm.count("top") ? vm["top"].as<Count>().n : 0; }
 
 std::string defaultExclusionFile() {
   std::error_code ec;
@@ -250,7 +136,7 @@ std::string defaultExclusionFile() {
   return "";
 }
 
-replay::Exclusions exclusionsOf(const po::variables_map& vm) {
+replay::Exclusions exclusionsOf(const VerbOptions& vm) {
   replay::Exclusions e;
   std::string file = vm.count("exclude") ? vm["exclude"].as<std::string>() : defaultExclusionFile();
   if (!file.empty()) e = replay::Exclusions::fromFile(file);
@@ -260,7 +146,7 @@ replay::Exclusions exclusionsOf(const po::variables_map& vm) {
   return e;
 }
 
-uint64_t pointOf(Session& s, const po::variables_map& vm, const char* option, const char* dflt) {
+uint64_t pointOf(Session& s, const VerbOptions& vm, const char* option, const char* dflt) {
   std::string text;
   if (vm.count(option))
     text = vm[option].as<std::string>();

@@ -1,5 +1,5 @@
 // A log opened for the replay verbs: the Replay with its index, the frame names (symbolized once
-// per session), and the plumbing every replay verb shares: options, points, exclusions, progress.
+// per session), and the plumbing every replay verb shares: points, exclusions, progress.
 // One-shot verbs open a Session for one command; the shell keeps one between commands.
 #pragma once
 
@@ -16,6 +16,7 @@
 #include "heapman/replay/replay.h"
 #include "options.h"
 #include "output.h"
+#include "verbs.h"
 
 namespace heapman::cli {
 
@@ -40,6 +41,7 @@ struct Session {
   std::unique_ptr<replay::Replay> replay;
   std::unique_ptr<replay::FrameNamer> namer;
   std::shared_ptr<ProgressBar> progress;
+  bool symbolize = true;  // false: --no-symbols (a second log the verb opens is named alike)
 
   // Opens a log and its index (building it with a progress bar when needed). Throws.
   // `cancel`: when it reads true, the index build or a later seek throws replay::Interrupted.
@@ -47,33 +49,12 @@ struct Session {
                                        const std::atomic<bool>* cancel = nullptr);
 };
 
-// A replay verb: its options, and what it does with an open session.
-struct ReplayVerb {
-  const char* name;
-  const char* synopsis;  // after "heapman NAME LOG" (one-shot) or "NAME" (shell)
-  const char* summary;
-  void (*options)(po::options_description&, po::positional_options_description&);
-  int (*run)(Session&, const po::variables_map&);
-};
-
-const std::vector<ReplayVerb>& replayVerbs();
-const ReplayVerb* findReplayVerb(const std::string& name);
-
-// heapman VERB LOG [options]: parses, opens the log, runs. Returns the exit code.
-int runOneShot(const ReplayVerb& v, const Args& args);
-// VERB [options] inside the shell, on its open session.
-int runInSession(const ReplayVerb& v, Session& s, const Args& args);
-
-// The shell: heapman LOG / heapman shell LOG.
-int runShell(const Args& args);
-
-// Shared options and helpers for the verbs.
-void addQueryOptions(po::options_description& opts);  // --sort, --top, exclusions, output
-replay::SortBy sortOf(const po::variables_map& vm, replay::SortBy dflt = replay::SortBy::kBytes);
-size_t topOf(const po::variables_map& vm);
-replay::Exclusions exclusionsOf(const po::variables_map& vm);
+// Reading the shared options (verbs.h declares them).
+replay::SortBy sortOf(const VerbOptions& vm, replay::SortBy dflt = replay::SortBy::kBytes);
+size_t topOf(const VerbOptions& vm);
+replay::Exclusions exclusionsOf(const VerbOptions& vm);
 std::string defaultExclusionFile();  // ../share/heapman next to the binary, or the source copy
-uint64_t pointOf(Session& s, const po::variables_map& vm, const char* option,
+uint64_t pointOf(Session& s, const VerbOptions& vm, const char* option,
                  const char* dflt = nullptr);
 
 // Where both points name dumped GCs (or map to them): the objects of the two dumps compared
@@ -82,10 +63,5 @@ uint64_t pointOf(Session& s, const po::variables_map& vm, const char* option,
 // dumps. cmd_diff.cpp; diff and types use it.
 void addDumpDiff(Session& s, replay::Attribution& a, uint64_t from, uint64_t to,
                  replay::SortBy sort, size_t top, Report& r);
-
-// Thrown for bad input to a verb (exit code kExitUsage, the shell keeps running).
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 }  // namespace heapman::cli

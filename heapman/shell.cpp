@@ -1,8 +1,9 @@
-// The interactive shell: `heapman LOG` or `heapman shell [LOG]`. The replay verbs without the LOG
-// argument, plus help, open LOG, info, verify, quit. The log, its index and the symbols resolved
-// so far stay loaded between commands. History in memory and in ~/.heapman_history; a small line
-// editor (arrows, Home/End, Ctrl-A/E/K/U/W/C/D) when stdin is a terminal, plain line reading
-// otherwise (so commands can be piped in). Errors print and the shell goes on. Ctrl-C during a
+// The interactive shell: `heapman LOG` or `heapman shell [LOG]`. The verbs of verbs() without the
+// LOG argument (the same table and parser as the command line), plus help, open LOG, history,
+// quit. The log, its index and the symbols resolved so far stay loaded between commands. History
+// in memory and in ~/.heapman_history; a small line editor (arrows, Home/End,
+// Ctrl-A/E/K/U/W/C/D) when stdin is a terminal, plain line reading otherwise (so commands can be
+// piped in). Errors print and the shell goes on. Ctrl-C during a
 // command ends that command ("interrupted"); at the prompt, on an empty line, it ends the shell.
 #include <signal.h>
 #include <termios.h>
@@ -201,7 +202,7 @@ class LineEditor {
 
 void help(const std::string& topic) {
   if (!topic.empty()) {
-    if (const ReplayVerb* v = findReplayVerb(topic)) {
+    if (const Verb* v = findVerb(topic); v && v->inShell) {
       std::printf("%s %s\n  %s\n(type '%s --help' for every option)\n", v->name, v->synopsis,
                   v->summary, v->name);
       return;
@@ -210,32 +211,24 @@ void help(const std::string& topic) {
   }
   std::printf(
       "commands (the open log is implied):\n");
-  for (const ReplayVerb& v : replayVerbs()) std::printf("  %-8s %s\n", v.name, v.summary);
+  for (const Verb* v : verbs())
+    if (v->inShell) std::printf("  %-8s %s\n", v->name, v->summary);
   std::printf(
-      "  %-8s %s\n  %-8s %s\n  %-8s %s\n  %-8s %s\n  %-8s %s\n  %-8s %s\n"
+      "  %-8s %s\n  %-8s %s\n  %-8s %s\n  %-8s %s\n"
       "points: start, end, gc:N, NAME#K (K-th custom event NAME), NAME, frame:F, seq:S\n"
       "output: --csv FILE|-, --json FILE|-, --sort bytes|objects|name, --top N\n",
-      "open", "open LOG: replace the open log", "info", "summary of the open log", "verify",
-      "check every chunk of the open log", "help", "help [COMMAND]", "history",
+      "open", "open LOG: replace the open log", "help", "help [COMMAND]", "history",
       "the commands typed so far", "quit", "leave (also: exit, Ctrl-D)");
 }
 
-}  // namespace
+void options(po::options_description& o, po::positional_options_description&) {
+  o.add_options()("no-symbols",
+                  "name native frames module+offset (no DWARF lookups) in every command");
+}
 
-int runShell(const Args& args) {
+int runShell(const std::string& first, const VerbOptions& vm) {
   std::unique_ptr<Session> session;
-  bool noSymbols = false;
-  std::string first;
-  for (const std::string& a : args) {
-    if (a == "--no-symbols")
-      noSymbols = true;
-    else if (first.empty())
-      first = a;
-    else {
-      std::fprintf(stderr, "usage: heapman shell [LOG] [--no-symbols]\n");
-      return kExitUsage;
-    }
-  }
+  bool noSymbols = vm.count("no-symbols") > 0;
   auto openLog = [&](const std::string& path) {
     InterruptScope interruptible;
     try {
@@ -305,8 +298,8 @@ int runShell(const Args& args) {
       lastRc = openLog(rest[0]) ? kExitOk : kExitBadLog;
       continue;
     }
-    const ReplayVerb* v = findReplayVerb(cmd);
-    if (!v && cmd != "info" && cmd != "verify") {
+    const Verb* v = findVerb(cmd);
+    if (!v || !v->inShell) {
       std::fprintf(stderr, "heapman: unknown command '%s' (type 'help')\n", cmd.c_str());
       lastRc = kExitUsage;
       continue;
@@ -316,17 +309,10 @@ int runShell(const Args& args) {
       lastRc = kExitUsage;
       continue;
     }
-    Args withLog{session->path};
-    withLog.insert(withLog.end(), rest.begin(), rest.end());
     {
       InterruptScope interruptible;
       try {
-        if (cmd == "info")
-          lastRc = runInfo(withLog);
-        else if (cmd == "verify")
-          lastRc = runVerify(withLog);
-        else
-          lastRc = runInSession(*v, *session, rest);
+        lastRc = runInSession(*v, *session, rest);
       } catch (...) {
         lastRc = reportError(cmd.c_str());
       }
@@ -340,5 +326,15 @@ int runShell(const Args& args) {
   (void)lastRc;
   return kExitOk;
 }
+
+}  // namespace
+
+extern const Verb kShellVerb{.name = "shell",
+                             .synopsis = "[LOG] [--no-symbols]",
+                             .summary = "interactive shell on a log (also: heapman LOG)",
+                             .options = options,
+                             .runFile = runShell,
+                             .inShell = false,
+                             .optionalLog = true};
 
 }  // namespace heapman::cli

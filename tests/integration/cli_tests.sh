@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # heapman CLI integration test: writes a log with demo_log, then checks `heapman info` (text and
 # JSON, exact counts), `heapman verify`, the replay verbs (gcs, events, blame, diff, churn, stacks:
-# exact figures; the index file reused and rebuilt; the shell with piped commands), and the exit
-# codes and messages for damaged or wrong inputs and wrong usage.
+# exact figures; the index file reused and rebuilt; the shell with piped commands), the options'
+# grammar (refusals, old spellings), and the exit codes and messages for damaged or wrong inputs
+# and wrong usage.
 #
 #   cli_tests.sh HEAPMAN DEMO_LOG VERSION   (VERSION: the project's, from CMake)
 set -euo pipefail
@@ -185,6 +186,43 @@ run 2 diff_nofrom "$HEAPMAN" diff out.hml --to end
 expect_grep diff_nofrom diff_nofrom.err -- '--from POINT is required'
 run 2 blame_nolog "$HEAPMAN" blame
 expect_grep blame_nolog blame_nolog.err 'no log given'
+# One grammar (verb_options_test.py runs every verb with every option): an option a verb does
+# not take is refused, so is one that needs another, abbreviations are not read; an old spelling
+# works for one release and says what it is now.
+expect_grep diff diff.err '^heapman diff: `--by` is now `--table`; the old spelling goes in the next release$'
+run 2 graph_top "$HEAPMAN" graph out.hml --at gc:2 --dot g.dot --top 3
+expect_grep graph_top graph_top.err '^heapman graph: --top is not an option of graph; see heapman graph --help$'
+[[ -e g.dot ]] && fail "graph_top: a refused command wrote g.dot"
+run 2 leaks_at "$HEAPMAN" leaks out.hml --at gc:2
+expect_grep leaks_at leaks_at.err '^heapman leaks: --at is not an option of leaks; see heapman leaks --help$'
+run 2 types_exclude "$HEAPMAN" types out.hml --exclude-add foo
+expect_grep types_exclude types_exclude.err '^heapman types: --exclude-add has an effect only with --since; see heapman types --help$'
+run 2 diff_table "$HEAPMAN" diff out.hml --from gc:1 --to gc:2 --table born --csv -
+expect_grep diff_table diff_table.err "^heapman diff: --table born: this answer has no such table \(its tables: functions, types"
+run 0 types_since "$HEAPMAN" types out.hml --at level_end#2 --since level_end#1 --csv -
+run 0 types_compare "$HEAPMAN" types out.hml --at level_end#2 --compare level_end#1 --csv -
+cmp -s types_since.out types_compare.out || fail "types --compare (old spelling) differs from --since"
+expect_grep types_compare types_compare.err '^heapman types: `--compare` is now `--since`'
+run 0 info_json_file "$HEAPMAN" info out.hml --json info.json
+expect_grep info_json_file info_json_file.out '^status +complete$'
+cmp -s info.json info_json.out || fail "info --json FILE differs from the JSON on stdout"
+run 0 info_json_stdout "$HEAPMAN" info out.hml --json -
+cmp -s info_json_stdout.out info_json.out || fail "info --json - differs from info --json"
+[[ -s info_json_stdout.err ]] && fail "info --json -: stderr: $(cat info_json_stdout.err)"
+expect_grep info_json info_json.err '^heapman info: `--json` without a value is now `--json -`'
+run 0 info_json_first "$HEAPMAN" info --json out.hml
+cmp -s info_json_first.out info_json.out || fail "info --json LOG (the old flag first) differs"
+cp out.hml same.hml
+run 2 info_json_log "$HEAPMAN" info same.hml --json same.hml
+cmp -s same.hml out.hml || fail "info --json wrote over the log"
+printf 'blame --no-symbols\ninfo --json -\nquit\n' >shell_grammar.in
+HOME="$PWD" run 0 shell_grammar "$HEAPMAN" out.hml <shell_grammar.in
+expect_grep shell_grammar shell_grammar.err '^heapman blame: --no-symbols is an option of the log the shell has open'
+expect_grep shell_grammar shell_grammar.out '"file":"out\.hml"'
+run 0 list_options "$HEAPMAN" --list-options
+python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["verbs"]) > 20' list_options.out ||
+  fail "--list-options: not the verb table"
+
 # The shell: commands piped in, errors printed, the shell goes on.
 printf 'gcs\nblame --at gc:9\nevents --csv -\nquit\n' >shell.in
 HOME="$PWD" run 0 shell "$HEAPMAN" out.hml <shell.in
