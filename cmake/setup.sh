@@ -37,6 +37,8 @@ case "$mode" in
     "$bin"/heaprec run -o out/gc_game.hml --ram-dumps event:level_end -- build/samples/gc_game 3 300
     "$bin"/heapman info out/gc_game.hml
     "$bin"/heapman verify out/gc_game.hml
+    # The log holds the program's memory (its RAM dumps; the log is 0600): a copy to share has none.
+    "$bin"/heapman strip out/gc_game.hml -o out/gc_game-shared.hml
     # Replay: the collections, who holds the memory at the end of level 2, what grew during it,
     # who made the garbage; CSV and folded stacks for tools (flamegraph.pl, speedscope).
     "$bin"/heapman gcs out/gc_game.hml
@@ -67,7 +69,7 @@ case "$mode" in
     # The same game on the C++ heap (new/delete), recorded and blamed the same way.
     "$bin"/heaprec run -o out/native_game.hml -- build/samples/native_game 3 200
     "$bin"/heapman blame out/native_game.hml --at level_end#2 --top 10 --csv out/native_game-blame.csv
-    "$bin"/heapman info out/native_game.hml --json >out/native_game-info.json
+    "$bin"/heapman info out/native_game.hml --json out/native_game-info.json
     # Heap maps: each sample game's heap at a level end (PNG), and a video of each over its run
     # (H.264 MP4, WebVTT subtitles of its events and frame numbers beside it).
     "$bin"/heapman map out/gc_game.hml --at level_end#2 --color function -o out/gc_game-map.png
@@ -80,8 +82,8 @@ case "$mode" in
       -o out/native_game-heap.mp4
     # Leak suspects of both games: what grows at every level_end, the container where it
     # collects, the static that holds it, and its root path (Graphviz).
-    "$bin"/heapman leaks out/gc_game.hml --top 3 --dot out/gc_game-leaks
-    "$bin"/heapman leaks out/mono_game.hml --top 3 --dot out/mono_game-leaks \
+    "$bin"/heapman leaks out/gc_game.hml --top 3 --dot-dir out/gc_game-leaks
+    "$bin"/heapman leaks out/mono_game.hml --top 3 --dot-dir out/mono_game-leaks \
       --json out/mono_game-leaks.json
     # One HTML page per sample game (live heap over time, blame, growth, churn, flame graphs,
     # retained sizes): self-contained, open it in a browser.
@@ -91,6 +93,7 @@ case "$mode" in
     echo
     echo "outputs in out/:"
     echo "  gc_game.hml              the log of the bdwgc sample game (heapman gc_game.hml: a shell on it)"
+    echo "  gc_game-shared.hml       the same log without its RAM dumps (the program's memory), to share"
     echo "  gc_game-blame.csv        live bytes per blame function at level_end#2"
     echo "  gc_game-diff.csv         growth per function from level_start#2 to level_end#2"
     echo "  gc_game-live.folded      folded stacks of the live set at level_end#2"

@@ -52,7 +52,7 @@ int run(Session& s, const VerbOptions& vm) {
   map::MapPicture pic = m->renderer->render();
   s.progress->finish();
   try {
-    map::writePng(out, pic.image);
+    map::writePng(out, pic.image, 6, s.holdsMemory());
   } catch (const map::MapError& e) {
     throw OutputError(e.what());
   }

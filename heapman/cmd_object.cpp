@@ -74,7 +74,9 @@ int run(Session& s, const VerbOptions& vm) {
   r.tables.push_back(refTable("points_to", res.out, false));
   r.tables.push_back(std::move(stack));
   r.meta.push_back({"references", num(res.inTotal) + " in, " + num(res.outTotal) + " out"});
-  emit(r, outputOptions(vm));
+  OutputOptions out = outputOptions(vm);
+  out.privateFiles = true;  // the object's words are the program's memory
+  emit(r, out);
   return kExitOk;
 }
 

@@ -82,6 +82,7 @@ int run(Session& s, const VerbOptions& vm) {
                                               m->renderer->options().height, req.fps);
   uint64_t firstFrame = 0;
   double pngSeconds = 0;
+  const bool privateFrames = s.holdsMemory();  // pictures of a log with dumps: 0600, like it
   auto sink = [&](const map::MapPicture& p, size_t, uint32_t copies) {
     if (!framesDir.empty()) {
       auto t = std::chrono::steady_clock::now();
@@ -89,7 +90,7 @@ int run(Session& s, const VerbOptions& vm) {
       std::snprintf(name, sizeof name, "frame-%06llu.png",
                     static_cast<unsigned long long>(firstFrame));
       try {
-        map::writePng((fs::path(framesDir) / name).string(), p.image, 1);
+        map::writePng((fs::path(framesDir) / name).string(), p.image, 1, privateFrames);
       } catch (const map::MapError& e) {
         throw OutputError(e.what());
       }

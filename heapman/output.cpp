@@ -1,5 +1,7 @@
 #include "output.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -60,7 +62,7 @@ void flushStdout() {
   failed("standard output", err);
 }
 
-void writeOutput(const std::string& where, const std::string& text) {
+void writeOutput(const std::string& where, const std::string& text, bool privateFile) {
   if (where == "-") {
     errno = 0;
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
@@ -73,6 +75,11 @@ void writeOutput(const std::string& where, const std::string& text) {
   }
   FILE* f = std::fopen(where.c_str(), "wb");
   if (!f) failed(where, errno);
+  if (privateFile) {  // the program's memory: 0600, like the log it came from
+    struct stat st {};
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
+      fchmod(fileno(f), st.st_mode & 0600);
+  }
   errno = 0;
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
   int err = errno;
@@ -215,7 +222,7 @@ void emit(const Report& r, const OutputOptions& o) {
   } else {
     for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
-  if (!o.csv.empty() && csv) writeOutput(o.csv, csvTable(*csv));
+  if (!o.csv.empty() && csv) writeOutput(o.csv, csvTable(*csv), o.privateFiles);
   if (!o.json.empty()) {
     JsonObject j;
     j.str("query", r.query);
@@ -224,7 +231,7 @@ void emit(const Report& r, const OutputOptions& o) {
     for (size_t i = 0; i < r.warnings.size(); ++i) w += (i ? "," : "") + jsonString(r.warnings[i]);
     j.raw("warnings", w + "]");
     for (const Table& t : r.tables) j.raw(t.name, jsonRows(t));
-    writeOutput(o.json, j.str() + "\n");
+    writeOutput(o.json, j.str() + "\n", o.privateFiles);
   }
 }
 

@@ -33,6 +33,7 @@ struct Report {
 struct OutputOptions {
   std::string csv, json;  // file or "-"; empty: none
   std::string csvTable;   // which table goes to CSV; empty: the first
+  bool privateFiles = false;  // the answer holds the program's memory: files made 0600
 };
 
 // --csv FILE|- and --json FILE|-; with more than one table name, also --table NAME (which one
@@ -51,8 +52,9 @@ struct OutputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 // Writes text to a file ("-": stdout), checking every step (stdout is flushed, a file closed).
+// `privateFile`: the text holds the program's memory, so a file is made 0600 like the log.
 // Throws OutputError.
-void writeOutput(const std::string& where, const std::string& text);
+void writeOutput(const std::string& where, const std::string& text, bool privateFile = false);
 // Today's date in UTC, YYYY-MM-DD (dates in the files written: GEXF's lastmodifieddate).
 std::string todayUtc();
 // Flushes stdout; throws OutputError if it or an earlier write to it failed (clearing the error,

@@ -90,6 +90,12 @@ int reportError(const char* verb) {
   }
 }
 
+bool Session::holdsMemory() const {
+  for (const log::ChunkRef& c : replay->reader().chunks())
+    if (c.header.type == static_cast<uint16_t>(log::ChunkType::kRamDump)) return true;
+  return false;
+}
+
 std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel) {
   auto s = std::make_unique<Session>();

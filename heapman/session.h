@@ -47,6 +47,8 @@ struct Session {
   // `cancel`: when it reads true, the index build or a later seek throws replay::Interrupted.
   static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel = nullptr);
+  // The log holds the program's memory (RAM dump chunks): files made from it are private (0600).
+  bool holdsMemory() const;
 };
 
 // Reading the shared options (verbs.h declares them).

@@ -13,7 +13,7 @@
 
 namespace heapman::cli {
 
-extern const Verb kInfoVerb, kVerifyVerb, kShellVerb;
+extern const Verb kInfoVerb, kVerifyVerb, kStripVerb, kShellVerb;
 extern const Verb kBlameVerb, kDiffVerb, kChurnVerb, kGcsVerb, kEventsVerb, kAllocsVerb, kTypesVerb,
     kCompareVerb, kStacksVerb;
 extern const Verb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb, kPathsVerb,
@@ -24,10 +24,10 @@ extern const Verb kReportVerb;           // the HTML report
 
 const std::vector<const Verb*>& verbs() {
   static const std::vector<const Verb*> v{
-      &kInfoVerb,    &kVerifyVerb, &kShellVerb,  &kBlameVerb,    &kDiffVerb,    &kChurnVerb,
-      &kGcsVerb,     &kEventsVerb, &kAllocsVerb, &kTypesVerb,    &kCompareVerb, &kStacksVerb,
-      &kObjectsVerb, &kObjectVerb, &kRefsVerb,   &kRetainedVerb, &kPathsVerb,   &kGraphVerb,
-      &kLeaksVerb,   &kMapVerb,    &kVideoVerb,  &kReportVerb};
+      &kInfoVerb,    &kVerifyVerb,  &kStripVerb,   &kShellVerb,  &kBlameVerb, &kDiffVerb,
+      &kChurnVerb,   &kGcsVerb,     &kEventsVerb,  &kAllocsVerb, &kTypesVerb, &kCompareVerb,
+      &kStacksVerb,  &kObjectsVerb, &kObjectVerb,  &kRefsVerb,   &kRetainedVerb,
+      &kPathsVerb,   &kGraphVerb,   &kLeaksVerb,   &kMapVerb,    &kVideoVerb, &kReportVerb};
   return v;
 }
 

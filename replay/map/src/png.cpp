@@ -1,5 +1,7 @@
 #include "heapman/map/png.h"
 
+#include <sys/stat.h>
+
 #include <png.h>
 
 #include <cerrno>
@@ -70,10 +72,15 @@ std::vector<png_bytep> rowsOf(const Image& img) {
 
 }  // namespace
 
-void writePng(const std::string& path, const Image& img, int level) {
+void writePng(const std::string& path, const Image& img, int level, bool privateFile) {
   std::vector<png_bytep> rows = rowsOf(img);
   bool toStdout = path == "-";
   FILE* f = toStdout ? stdout : std::fopen(path.c_str(), "wb");
+  if (f && privateFile) {
+    struct stat st {};
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
+      fchmod(fileno(f), st.st_mode & 0600);
+  }
   std::string where = toStdout ? "standard output" : path;
   if (!f) throw MapError("writing " + where + " failed: " + std::strerror(errno));
   PngError err;
