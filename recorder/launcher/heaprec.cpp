@@ -35,6 +35,8 @@
 #include <fstream>
 
 #include "../common/contract.h"
+#include "child.h"
+#include "preflight.h"
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
 
@@ -42,6 +44,8 @@ namespace po = boost::program_options;
 namespace env = heapman::rec::env;
 
 namespace {
+
+using namespace heaprec;
 
 constexpr int kUsage = 2;
 constexpr int kCannotRun = 127;
@@ -52,146 +56,6 @@ const char* kSynopsis =
     "                   [--follow-exec] [--ram-dumps off|every|every:N|event:NAME]\n"
     "                   [--mono-stacks on|off] [--mono-malloc]\n"
     "                   -- PROGRAM [ARGS...]\n";
-
-std::string selfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
-
-// The preload module: beside heaprec in a build tree, under ../lib/heapman when installed.
-std::string findModule() {
-  std::string dir = selfDir();
-  for (const std::string& c : {dir + "/" HEAPMAN_PRELOAD_NAME,
-                               dir + "/" HEAPMAN_PRELOAD_RELDIR "/" HEAPMAN_PRELOAD_NAME}) {
-    if (access(c.c_str(), R_OK) == 0) {
-      char real[PATH_MAX];
-      return realpath(c.c_str(), real) ? std::string(real) : c;
-    }
-  }
-  return {};
-}
-
-std::string absolute(const std::string& path) {
-  if (!path.empty() && path[0] == '/') return path;
-  char cwd[PATH_MAX];
-  return getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
-}
-
-// The file execvp would run for `name`: itself when it has a slash, else the first executable
-// of that name on PATH. Empty when there is none (execvp then says why).
-std::string resolveProgram(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t at = 0; at <= dirs.size();) {
-    size_t end = dirs.find(':', at);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = end > at ? dirs.substr(at, end - at) : ".";
-    std::string candidate = dir + "/" + name;
-    struct stat st;
-    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    at = end + 1;
-  }
-  return {};
-}
-
-// What kind of file a program is, as far as preloading goes.
-struct ProgramKind {
-  bool elf = false, dynamic = false;  // an ELF file; with an interpreter (ld.so): preloadable
-  std::string interpreter;            // a script's "#!" line
-  std::string text;                   // a script's first 4 KiB
-};
-
-ProgramKind inspectProgram(const std::string& path) {
-  ProgramKind kind;
-  std::ifstream in(path, std::ios::binary);
-  std::string head(4096, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  if (head.rfind("#!", 0) == 0) {
-    size_t eol = head.find('\n');
-    kind.interpreter = head.substr(2, eol == std::string::npos ? std::string::npos : eol - 2);
-    kind.text = head;
-    return kind;
-  }
-  if (head.size() < sizeof(Elf64_Ehdr) || head.compare(0, 4, ELFMAG) != 0) return kind;
-  kind.elf = true;
-  Elf64_Ehdr eh;
-  std::memcpy(&eh, head.data(), sizeof eh);
-  if (head[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
-    kind.dynamic = true;  // not ours to judge: let the loader say
-    return kind;
-  }
-  in.clear();
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    Elf64_Phdr ph;
-    in.seekg(static_cast<std::streamoff>(eh.e_phoff + i * sizeof ph));
-    if (!in.read(reinterpret_cast<char*>(&ph), sizeof ph)) break;
-    if (ph.p_type == PT_INTERP) kind.dynamic = true;
-  }
-  return kind;
-}
-
-// What a path names, to tell afterwards whether the recorder wrote it (a run whose program
-// never started recording leaves an earlier run's log as it was).
-struct FileId {
-  bool exists = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
-  timespec mtime{};
-  off_t size = 0;
-  bool regular = false;
-  bool operator==(const FileId& o) const {
-    return exists == o.exists && dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec &&
-           mtime.tv_nsec == o.mtime.tv_nsec && size == o.size;
-  }
-};
-
-FileId identify(const std::string& path) {
-  FileId id;
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return id;
-  id.exists = true;
-  id.dev = st.st_dev;
-  id.ino = st.st_ino;
-  id.mtime = st.st_mtim;
-  id.size = st.st_size;
-  id.regular = S_ISREG(st.st_mode);
-  return id;
-}
-
-// Says why the log cannot be written, before anything runs; empty when it can be. Leaves the
-// file as it was: an existing one is opened without truncation, a new one is created to see
-// that it can be, then removed again.
-std::string cannotWrite(const std::string& output) {
-  bool existed = access(output.c_str(), F_OK) == 0;
-  int fd = open(output.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (existed ? 0 : O_CREAT | O_EXCL),
-                0600);
-  if (fd >= 0) {
-    close(fd);
-    if (!existed) unlink(output.c_str());
-    return {};
-  }
-  int err = errno;
-  std::string dir = output.substr(0, output.rfind('/'));
-  if (dir.empty()) dir = "/";
-  struct stat st;
-  bool dirExists = stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-  std::string why = std::strerror(err);
-  if (err == ENOENT)
-    why = dirExists ? "no file can be created in " + dir + " (" + why +
-                          "; a special file system such as /proc or /sys?)"
-                    : "the directory " + dir + " does not exist";
-  if (err == EROFS) why = "the file system holding " + dir + " is read-only";
-  if (err == EACCES) why = "permission denied (no write access to it or to " + dir + ")";
-  if (err == EISDIR) why = "it is a directory";
-  return "heaprec: cannot write the log " + output + ": " + why +
-         "; choose another place with -o FILE\n";
-}
 
 // After the program died of `sig`: heaprec dies of it too, so that whoever waits for heaprec
 // sees the program's wait status (a shell prints "Segmentation fault", Python's subprocess
@@ -211,103 +75,6 @@ std::string cannotWrite(const std::string& output) {
   // Signals whose default action does not end a process (SIGCHLD, SIGCONT, ...) cannot end
   // the program either; anything else lands here only if the signal was somehow ignored.
   _exit(128 + sig);
-}
-
-// A private FIFO for the recorder's messages (HEAPMAN_MESSAGES): heaprec prints them when the
-// program has exited, so that the recorder never writes into the program's own streams.
-struct MessageFifo {
-  std::string dir, path;
-  int readFd = -1, keepFd = -1;  // keepFd: a writer of our own, so that poll never sees a hang-up
-  std::string text;
-
-  bool open() {
-    const char* tmp = getenv("TMPDIR");
-    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/heaprec.XXXXXX";
-    if (!mkdtemp(templ.data())) return false;
-    dir = templ;
-    path = dir + "/messages";
-    if (mkfifo(path.c_str(), 0600) != 0) return false;
-    readFd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    keepFd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    return readFd >= 0 && keepFd >= 0;
-  }
-  void drain() {
-    char buf[4096];
-    for (ssize_t n; readFd >= 0 && (n = read(readFd, buf, sizeof buf)) > 0;)
-      text.append(buf, static_cast<size_t>(n));
-  }
-  ~MessageFifo() {
-    if (readFd >= 0) close(readFd);
-    if (keepFd >= 0) close(keepFd);
-    if (!path.empty()) unlink(path.c_str());
-    if (!dir.empty()) rmdir(dir.c_str());
-  }
-};
-
-// The logs of the program's other processes (fork children OUT.PID, programs run with
-// --follow-exec OUT.PID.exec, and .2, .3 ... where a name was taken) written since `since`.
-std::vector<std::string> otherLogs(const std::string& output, time_t since) {
-  std::vector<std::string> found;
-  size_t slash = output.rfind('/');
-  std::string dir = output.substr(0, slash), prefix = output.substr(slash + 1) + ".";
-  DIR* d = opendir(dir.empty() ? "/" : dir.c_str());
-  if (!d) return found;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
-        !std::isdigit(static_cast<unsigned char>(name[prefix.size()])))
-      continue;
-    std::string tail = name.substr(prefix.size());
-    if (tail.find_first_not_of("0123456789.exec") != std::string::npos) continue;
-    struct stat st;
-    std::string path = dir + "/" + name;
-    if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since)
-      found.push_back(path);
-  }
-  closedir(d);
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-// "N events", then `whyTruncated` where the log ends early, `whenComplete` where it does not.
-std::string describeLog(const std::string& path, const std::string& whyTruncated,
-                        const std::string& whenComplete = "") {
-  heapman::log::LogReader reader = heapman::log::LogReader::open(path);
-  uint64_t events = reader.index() ? reader.index()->eventCount
-                                   : heapman::log::summarize(reader).events;
-  return std::to_string(events) + " events" + (reader.end().complete ? whenComplete : whyTruncated);
-}
-
-// The signals heaprec passes on to the program (and otherwise would die of, orphaning it).
-constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
-
-// Waits for the program, passing on the signals heaprec gets (kill heaprec: the program gets
-// the signal and heaprec waits for it to end), collecting the recorder's messages meanwhile.
-// A signal the terminal sent (Ctrl-C) reached the program's process group already, and one that
-// came from inside that group was meant for it: those are not sent twice.
-int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo) {
-  int status = 0;
-  for (;;) {
-    pid_t got = waitpid(child, &status, WNOHANG);
-    if (got == child) break;
-    if (got < 0 && errno != EINTR) break;
-    pollfd fds[2] = {{sigFd, POLLIN, 0}, {fifo.readFd, POLLIN, 0}};
-    if (poll(fds, 2, 1000) <= 0) continue;
-    if (fds[1].revents & POLLIN) fifo.drain();
-    if (!(fds[0].revents & POLLIN)) continue;
-    signalfd_siginfo si;
-    while (read(sigFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-      int sig = static_cast<int>(si.ssi_signo);
-      if (sig == SIGCHLD) continue;
-      bool fromUser = si.ssi_code == SI_USER || si.ssi_code == SI_QUEUE || si.ssi_code == SI_TKILL;
-      if (!fromUser) continue;
-      auto sender = static_cast<pid_t>(si.ssi_pid);
-      if (sender == child) continue;  // the program signalling its parent: not for itself
-      kill(child, sig);
-    }
-  }
-  fifo.drain();
-  return status;
 }
 
 // heaprec run's options: the one table the parser, --help and main's split of the command line
