@@ -67,7 +67,7 @@ run() {
     exit 1
   fi
   if [[ $mode == rec* ]]; then
-    "$heapman" info --json "$log" >"$log.json"
+    "$heapman" info "$log" --json "$log.json" >/dev/null
     "$heapman" gcs "$log" --csv - >"$log.gcs.csv" 2>/dev/null
     rm -f "$log" "$log.hmx"
   fi

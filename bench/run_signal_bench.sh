@@ -33,7 +33,7 @@ for n in "${threads[@]}"; do
         >"$work/out" 2>"$work/err"
       end=$EPOCHREALTIME
       counted=$(awk '/^allocs/ {print $2}' "$work/out")
-      inlog=$("$heapman" allocs "$work/s.hml" --function '^worker$' --allocs-only --limit 0 \
+      inlog=$("$heapman" allocs "$work/s.hml" --function '^worker$' --allocs-only --top 0 \
                 --csv - 2>/dev/null | awk -F, 'NR > 1 && $0 ~ /,48,/' | wc -l)
       lost=$("$heapman" info "$work/s.hml" --json 2>/dev/null |
              python3 -c 'import json,sys; print(json.load(sys.stdin)["lost_events"])' 2>/dev/null || echo "?")

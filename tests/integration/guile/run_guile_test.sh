@@ -49,7 +49,7 @@ if [[ ! -s guile.hml ]]; then
   fail "no log written"
 else
   "$HEAPMAN" verify guile.hml >verify.out 2>&1 || fail "heapman verify failed: $(cat verify.out)"
-  if "$HEAPMAN" info --json guile.hml >info.json 2>info.err; then
+  if "$HEAPMAN" info guile.hml --json info.json >/dev/null 2>info.err; then
     python3 - info.json <<'PY' || fail "heapman info --json: see above"
 import json, sys
 info = json.load(open(sys.argv[1]))
