@@ -1,6 +1,8 @@
 // The points a leak search compares (each occurrence of a repeated event, or listed GCs), the
 // growth rule every series goes through, and findLeaks, which runs the steps in order.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "heapman/leaks/leaks.h"
@@ -20,25 +22,62 @@ Trend classify(const std::vector<uint64_t>& series) {
     t.why = "one point only";
     return t;
   }
-  t.steps = series.size() - 1;
+  const size_t n = series.size();
+  t.steps = n - 1;
   uint64_t gain = 0, maxFall = 0;
   size_t fallAt = 0;
-  for (size_t i = 1; i < series.size(); ++i) {
+  for (size_t i = 1; i < n; ++i) {
     if (series[i] > series[i - 1]) {
       ++t.rises;
       gain += series[i] - series[i - 1];
-    } else if (series[i] < series[i - 1] && series[i - 1] - series[i] > maxFall) {
+    } else if (series[i] < series[i - 1] && series[i - 1] - series[i] > maxFall &&
+               (i + 1 == n || series[i + 1] <= series[i - 1])) {
+      // A dip that the next point more than makes up for is no clearing: for one collection
+      // something else (a stale word on a stack) shared what the holder keeps. A cleared list
+      // needs more than one step to grow back past where it was.
       maxFall = series[i - 1] - series[i];
       fallAt = i;
     }
   }
   int64_t net = static_cast<int64_t>(series.back()) - static_cast<int64_t>(series.front());
   t.perStep = net / static_cast<int64_t>(t.steps);
-  // All steps rise, or all but one when there are 3 steps or more (two points may show the
-  // same state: a program that collects just before the event is dumped at the next
+  // The trend over the whole series, not step by step: growth by uneven steps (+3, +11, +1, +7)
+  // has flat steps between its rises. Mann-Kendall's S (pairs that rise minus pairs that fall)
+  // and the Theil-Sen slope (the median of the pairs' slopes).
+  int64_t mk = 0;
+  std::vector<double> slopes;
+  slopes.reserve(n * (n - 1) / 2);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = i + 1; j < n; ++j) {
+      mk += series[j] > series[i] ? 1 : series[j] < series[i] ? -1 : 0;
+      slopes.push_back((static_cast<double>(series[j]) - static_cast<double>(series[i])) /
+                       static_cast<double>(j - i));
+    }
+  std::nth_element(slopes.begin(), slopes.begin() + slopes.size() / 2, slopes.end());
+  t.slope = slopes[slopes.size() / 2];
+  // S's z score without the ties' correction (ties only make it larger: this is conservative).
+  const double nd = static_cast<double>(n);
+  double z = (static_cast<double>(mk) - 1) / std::sqrt(nd * (nd - 1) * (2 * nd + 5) / 18);
+  // A plateau stopped growing for good: nothing gained (or under a tenth of the series' average
+  // rate) over its last third, at least 2 steps. One flat step is no plateau: two points can show
+  // the same state (a program that collects just before the event is dumped at the next
   // repetition's collection, and its last two points can be one state).
-  size_t need = t.steps <= 2 ? t.steps : t.steps - 1;
+  const size_t tail = std::max<size_t>(2, (t.steps + 2) / 3);
+  bool plateau = false;
+  if (tail < t.steps && net > 0) {
+    int64_t tailGain =
+        static_cast<int64_t>(series.back()) - static_cast<int64_t>(series[n - 1 - tail]);
+    plateau = tailGain * 10 * static_cast<int64_t>(t.steps) <= net * static_cast<int64_t>(tail);
+  }
+  // With 2 steps, both must rise; with 3, all but one; from 4 on, a significant monotone trend
+  // (Mann-Kendall, one-sided 5%) with a positive Theil-Sen slope.
+  bool steady = t.steps <= 2   ? t.rises == t.steps
+                : t.steps == 3 ? t.rises >= 2
+                               : z >= 1.645 && t.slope > 0;
   uint64_t avgRise = t.rises ? gain / t.rises : 0;
+  char trend[96];
+  std::snprintf(trend, sizeof trend, "no steady trend (Mann-Kendall z %.1f, Theil-Sen slope %.0f)",
+                z, t.slope);
   if (t.rises == 0) {
     t.why = maxFall ? "only shrinks" : "the same at every point (reused, or of a fixed size)";
   } else if (net <= 0) {
@@ -47,12 +86,16 @@ Trend classify(const std::vector<uint64_t>& series) {
   } else if (maxFall > avgRise) {
     t.why = "lost " + std::to_string(maxFall) + " at step " + std::to_string(fallAt) +
             ", more than a step gains on average (" + std::to_string(avgRise) + "): cleared";
-  } else if (t.rises < need) {
-    size_t flatFrom = series.size() - 1;
+  } else if (plateau) {
+    size_t flatFrom = n - 1;
     while (flatFrom > 0 && series[flatFrom] <= series[flatFrom - 1]) --flatFrom;
+    if (n - 1 - flatFrom < tail) flatFrom = n - 1 - tail;
+    t.why = "grew at " + std::to_string(t.rises) + " of " + std::to_string(t.steps) +
+            " steps, flat from point " + std::to_string(flatFrom + 1) + " on (the last " +
+            std::to_string(tail) + " steps gain nothing: it fills up, then stops)";
+  } else if (!steady) {
     t.why = "grew at " + std::to_string(t.rises) + " of " + std::to_string(t.steps) + " steps";
-    if (flatFrom < series.size() - 1)
-      t.why += ", flat from point " + std::to_string(flatFrom + 1) + " on (it fills up, then stops)";
+    if (t.steps >= 4) t.why += ": " + std::string(trend);
   } else {
     t.grows = true;
   }

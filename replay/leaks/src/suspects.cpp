@@ -36,6 +36,9 @@ struct Slot {
   uint64_t rootAddress = 0, offset = 0;
   std::vector<uint64_t> retained;  // of the object it points to, at each point (0: none)
   uint32_t node = kNoNode;         // its target at the last point
+  bool stack = false;              // a word of a thread's stack
+  uint64_t kind = 0;               // a stack word's target's type and allocating stack
+  size_t seen = 0;                 // a stack word: the points it held that kind at, in a row
 };
 
 bool stackRoot(log::RootSource s) {
@@ -232,12 +235,24 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         per.degree[i * k + j] = g.out(v).size();
       }
     for (uint32_t root = 1; root <= g.rootCount(); ++root) {
-      if (!strong[root]) continue;  // stacks, the runtime's own statics
+      const bool stack = stackRoot(g.root(root).source);
+      if (!strong[root] && !stack) continue;  // the runtime's own statics
       graph::forEachPointer(g, root, [&](uint64_t off, uint64_t, uint32_t target) {
         uint64_t key = g.address(root) + off;
+        // A word of a stack holds for as long as its frame lives: the same word pointing, at
+        // every point, to an object of one type allocated by one stack (a long-lived loop's
+        // local list), not to whatever the frames there hold at the moment.
+        uint64_t kind = 0;
+        if (stack && g.isObject(target) && g.objectInfo(target)) {
+          const replay::AllocInfo& info = r.info(g.objectInfo(target) - 1);
+          kind = (uint64_t{info.typeId} << 32 | info.stackId) + 1;
+        }
+        if (stack && (!kind || (j > 0 && !slotIndex.count(key)))) return;
         auto [it, added] = slotIndex.emplace(key, slots.size());
         if (added) {
           Slot sl;
+          sl.stack = stack;
+          sl.kind = kind;
           sl.label = rootKindText(g.root(root));
           sl.rootAddress = g.address(root);
           sl.offset = off;
@@ -251,6 +266,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           slots.push_back(std::move(sl));
         }
         Slot& sl = slots[it->second];
+        if (sl.stack && (sl.kind != kind || sl.seen != j)) {
+          sl.seen = SIZE_MAX;  // another frame's word now, or it skipped a point
+          return;
+        }
+        ++sl.seen;
         sl.retained[j] = dom.retained[target];
         if (j + 1 == k) sl.node = target;
       });
@@ -315,7 +335,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     int64_t growth = 0;  // bytes over the points
     Trend trend;
     std::vector<uint64_t> retained, degree;
-    std::string slot;  // the static word that holds it, when it was found that way
+    std::string slot;  // the static (or stack) word that holds it, when it was found that way
+    bool stack = false;  // that word is a thread stack's (a static's is preferred)
   };
   std::unordered_map<uint32_t, Holder> growing;
   struct Miss {
@@ -331,7 +352,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     return b;
   };
   auto consider = [&](uint32_t node, std::vector<uint64_t> ret, std::vector<uint64_t> deg,
-                      const std::string& slot) {
+                      const std::string& slot, bool stack) {
     Trend tr = classify(ret), td = deg.empty() ? Trend{} : classify(deg);
     if (!tr.grows && !td.grows) {
       if (uint64_t b = bestStep(ret); b > 0)
@@ -342,14 +363,17 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
                               : static_cast<int64_t>(fresh[node]);
     if (growth <= 0) return;
     Holder& h = growing[node];
-    if (h.node == kNoNode || growth > h.growth || (!slot.empty() && h.slot.empty())) {
+    bool betterSlot = !slot.empty() && (h.slot.empty() || (h.stack && !stack));
+    if (h.node == kNoNode || growth > h.growth || betterSlot) {
       std::string keepSlot = h.slot;
+      bool keepStack = h.stack;
       h.node = node;
       h.growth = std::max(growth, h.growth);
       h.trend = tr.grows ? tr : td;
       h.retained = std::move(ret);
       if (!deg.empty()) h.degree = std::move(deg);
-      h.slot = slot.empty() ? keepSlot : slot;
+      h.slot = betterSlot || keepSlot.empty() ? slot : keepSlot;
+      h.stack = betterSlot || keepSlot.empty() ? stack : keepStack;
     }
   };
   for (size_t i = 0; i < per.address.size(); ++i) {
@@ -357,14 +381,15 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     uint32_t v = per.node[i];
     std::vector<uint64_t> ret(per.retained.begin() + i * k, per.retained.begin() + (i + 1) * k);
     std::vector<uint64_t> deg(per.degree.begin() + i * k, per.degree.begin() + (i + 1) * k);
-    consider(v, std::move(ret), std::move(deg), "");
+    consider(v, std::move(ret), std::move(deg), "", false);
   }
   for (const Slot& sl : slots) {
-    if (sl.node == kNoNode) continue;
-    std::string where = sl.symbol.empty()   ? sl.label + " +" + hexAddress(sl.offset)
+    if (sl.node == kNoNode || (sl.stack && sl.seen != k)) continue;
+    std::string where = sl.stack            ? sl.label + " (the word at " + hexAddress(sl.rootAddress + sl.offset) + ")"
+                        : sl.symbol.empty()   ? sl.label + " +" + hexAddress(sl.offset)
                         : sl.module.empty() ? "static " + sl.symbol
                                             : "static " + sl.symbol + " (" + sl.module + ")";
-    consider(sl.node, sl.retained, {}, where);
+    consider(sl.node, sl.retained, {}, where, sl.stack);
   }
 
   // A holder is dropped when a growing holder it dominates has most (80%) of its growth.
@@ -384,181 +409,233 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   // Repetitions between the first and the last dumped point (a point without a dump between
   // them is still a repetition).
   const double steps = static_cast<double>(dumped.back() - dumped.front());
-  for (auto& [node, h] : growing) {
-    if (explainedBy.count(node)) continue;
-    // Accumulation point: down to the child holding 80% of the bytes born since the first point.
-    uint32_t cur = node;
-    bool chain = false;
+  // The descent from a node to its accumulation point: down to the child holding 80% of the
+  // bytes born since the first point; a list's first link is the container, however its growth
+  // splits between the next link and what the link holds (with few points, about half and half).
+  auto descend = [&](uint32_t cur, bool* chain) {
+    *chain = false;
     for (;;) {
       uint32_t best = kNoNode;
       for (uint32_t c = childStart[cur]; c < childStart[cur + 1]; ++c) {
         uint32_t v = children[c];
-        if (fresh[v] && name.sameKind(v, cur)) chain = true;  // the next link of a list
+        if (fresh[v] && name.sameKind(v, cur)) *chain = true;  // the next link of a list
         if (best == kNoNode || fresh[v] > fresh[best]) best = v;
       }
-      // A list's first link is the container, however its growth splits between the next link
-      // and what the link holds (with few points, about half and half).
-      if (chain) break;
+      if (*chain) break;
       if (best == kNoNode || fresh[best] == 0 || fresh[best] * 5 < fresh[cur] * 4) break;
       cur = best;
     }
-    Suspect sp;
-    sp.holderKind = h.slot.empty() ? "object" : "static";
-    sp.holderType = name.type(node);
-    sp.holderSite = name.function(node);
-    sp.holderAddress = g.address(node);
-    sp.holder = h.slot.empty() ? sp.holderType + " at " + hexAddress(sp.holderAddress) : h.slot;
-    sp.containerType = name.type(cur);
-    sp.containerSite = name.function(cur);
-    sp.containerAddress = g.address(cur);
-    sp.chain = chain;
-    sp.retained = h.retained;
-    sp.degree = h.degree;
-    sp.gainedBytes = fresh[node];
-    // The retained size's growth, but no more than what was born since the first point: a
-    // holder that did not dominate its list yet at the first point (a stale pointer on a stack
-    // shared it) would otherwise count the old part as growth.
-    sp.bytesPerStep =
-        static_cast<double>(std::min<uint64_t>(static_cast<uint64_t>(h.growth), fresh[node])) /
-        steps;
-    // Entries: the links of a chain, else the children born since the first point.
-    std::vector<uint32_t> entries;
-    if (chain) {
-      // The links: along the pointers to objects of the same kind (a link held from elsewhere
-      // too is not dominated by the one before it, but still in the list).
-      std::unordered_map<uint32_t, bool> seen;
-      for (uint32_t v = cur; v != kNoNode;) {
-        seen[v] = true;
-        if (birthLast[v] >= firstLimit) entries.push_back(v);
-        uint32_t next = kNoNode;
-        for (uint32_t t : g.out(v))
-          if (!seen.count(t) && name.sameKind(t, v)) {
-            next = t;
+    return cur;
+  };
+  // The dumped steps in which objects a node dominates were born: a container gains at many
+  // steps, an entry (or what replaced the last level's) at one.
+  auto stepsWithBirths = [&](uint32_t v) {
+    std::vector<uint8_t> seen(k, 0);
+    size_t count = 0;
+    for (uint32_t i = preIndex[v], end = preIndex[v] + subtree[v]; i < end; ++i) {
+      uint64_t b = birthLast[pre[i]];
+      if (b < firstLimit) continue;
+      size_t j = std::upper_bound(dumped.begin(), dumped.end(), b,
+                                  [](uint64_t x, const LeakPoint* p) { return x < p->limit; }) -
+                 dumped.begin();
+      if (j < k && !seen[j]) seen[j] = 1, ++count;
+    }
+    return count;
+  };
+  struct Part {
+    uint32_t cur;
+    bool chain;
+    uint64_t fresh;
+  };
+  for (auto& [node, h] : growing) {
+    if (explainedBy.count(node)) continue;
+    // Accumulation point; where no child holds 80% of the new bytes, every child of another
+    // kind that gains at most steps and holds at least 1/32 of them is a container of its own
+    // (several lists under one World): a suspect each.
+    std::vector<Part> parts;
+    bool topChain = false;
+    const uint32_t at = descend(node, &topChain);
+    if (!topChain && fresh[at]) {
+      std::vector<uint32_t> split;
+      for (uint32_t c = childStart[at]; c < childStart[at + 1]; ++c) {
+        uint32_t v = children[c];
+        if (!g.isObject(v) || fresh[v] * 32 < fresh[at] || fresh[v] <= g.size(v)) continue;
+        if (stepsWithBirths(v) * 2 < std::max<size_t>(k - 1, 3)) continue;
+        split.push_back(v);
+      }
+      // Children of one kind are entries of this container, not containers of their own.
+      for (size_t i = 0; i < split.size(); ++i)
+        for (size_t j = i + 1; j < split.size(); ++j)
+          if (name.sameKind(split[i], split[j])) split.clear();
+      if (split.size() >= 2)
+        for (uint32_t v : split) {
+          bool ch = false;
+          uint32_t c = descend(v, &ch);
+          parts.push_back({c, ch, fresh[v]});
+        }
+    }
+    if (parts.empty()) parts.push_back({at, topChain, fresh[node]});
+    for (const Part& part : parts) {
+      const uint32_t cur = part.cur;
+      const bool chain = part.chain;
+      Suspect sp;
+      sp.holderKind = h.slot.empty() ? "object" : h.stack ? "stack" : "static";
+      sp.holderType = name.type(node);
+      sp.holderSite = name.function(node);
+      sp.holderAddress = g.address(node);
+      sp.holder = h.slot.empty() ? sp.holderType + " at " + hexAddress(sp.holderAddress) : h.slot;
+      sp.containerType = name.type(cur);
+      sp.containerSite = name.function(cur);
+      sp.containerAddress = g.address(cur);
+      sp.chain = chain;
+      sp.retained = h.retained;
+      sp.degree = h.degree;
+      sp.gainedBytes = part.fresh;
+      // The retained size's growth, but no more than what was born since the first point: a
+      // holder that did not dominate its list yet at the first point (a stale pointer on a stack
+      // shared it) would otherwise count the old part as growth.
+      sp.bytesPerStep =
+          static_cast<double>(std::min<uint64_t>(static_cast<uint64_t>(h.growth), part.fresh)) /
+          steps;
+      // Entries: the links of a chain, else the children born since the first point.
+      std::vector<uint32_t> entries;
+      if (chain) {
+        // The links: along the pointers to objects of the same kind (a link held from elsewhere
+        // too is not dominated by the one before it, but still in the list).
+        std::unordered_map<uint32_t, bool> seen;
+        for (uint32_t v = cur; v != kNoNode;) {
+          seen[v] = true;
+          if (birthLast[v] >= firstLimit) entries.push_back(v);
+          uint32_t next = kNoNode;
+          for (uint32_t t : g.out(v))
+            if (!seen.count(t) && name.sameKind(t, v)) {
+              next = t;
+              break;
+            }
+          v = next;
+        }
+      } else {
+        // What it points to, born since the first point (a shared entry is still an entry).
+        for (uint32_t v : g.out(cur))
+          if (g.isObject(v) && birthLast[v] >= firstLimit) entries.push_back(v);
+        std::sort(entries.begin(), entries.end());
+        entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+      }
+      // Which function added the entries of each step (born between two dumped points).
+      for (size_t j = 1; j < k; ++j) {
+        std::map<std::string, size_t> bySite;
+        for (uint32_t e : entries)
+          if (birthLast[e] >= dumped[j - 1]->limit && birthLast[e] < dumped[j]->limit)
+            ++bySite[name.function(e)];
+        std::string text;
+        for (const auto& [site, count] : bySite)
+          text += (text.empty() ? "" : ", ") + site + " x" + std::to_string(count);
+        sp.stepSites.push_back(text.empty() ? "-" : text);
+      }
+      // The entries proper: those of the commonest kind (type and allocating function; of as
+      // many, the one retaining more): a dictionary's array also points to its keys.
+      std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> kinds;
+      for (uint32_t e : entries) {
+        auto& kd = kinds[{name.type(e), name.function(e)}];
+        ++kd.first;
+        kd.second += dom.retained[e];
+      }
+      if (!kinds.empty()) {
+        auto top = std::max_element(kinds.begin(), kinds.end(), [](const auto& x, const auto& y) {
+          return x.second < y.second;  // (count, retained bytes)
+        });
+        sp.entryType = top->first.first;
+        sp.entrySite = top->first.second;
+        std::erase_if(entries, [&](uint32_t e) {
+          return name.type(e) != sp.entryType || name.function(e) != sp.entrySite;
+        });
+      }
+      sp.entries = entries.size();
+      sp.entriesPerStep = static_cast<double>(entries.size()) / steps;
+      struct Kept {
+        uint64_t bytes = 0, objects = 0;
+        uint32_t depth = UINT32_MAX;  // the shallowest one's in the dominator tree
+      };
+      std::map<std::string, Kept> kept;
+      uint64_t keeps = 0;
+      std::map<std::string, uint64_t> mains;  // the biggest dominated child's type -> entries
+      std::sort(entries.begin(), entries.end(),
+                [&](uint32_t x, uint32_t y) { return preIndex[x] < preIndex[y]; });
+      for (size_t ei = 0; ei < entries.size(); ++ei) {
+        uint32_t e = entries[ei];
+        if (preIndex[e] == UINT32_MAX) continue;  // no root reaches it
+        // What it mainly keeps: its dominated child retaining most, through closure classes the
+        // compiler made (Foo.<Bar>c__AnonStorey0, <>c__DisplayClass) to what they captured.
+        for (uint32_t m = e, guard = 0; guard < 8; ++guard) {
+          uint32_t best = kNoNode;
+          for (uint32_t c = childStart[m]; c < childStart[m + 1]; ++c) {
+            uint32_t v = children[c];
+            if (chain && name.sameKind(v, e)) continue;  // the next link is not what it keeps
+            if (best == kNoNode || dom.retained[v] > dom.retained[best]) best = v;
+          }
+          if (best == kNoNode || !g.isObject(best)) break;
+          std::string ty = name.type(best);
+          if (ty.find(">c__") == std::string::npos) {
+            // An untyped object (C: "(gc)") is told by where it was made.
+            if (ty.rfind('(', 0) == 0 && !name.function(best).empty())
+              ty += " from " + name.function(best);
+            ++mains[ty];
             break;
           }
-        v = next;
-      }
-    } else {
-      // What it points to, born since the first point (a shared entry is still an entry).
-      for (uint32_t v : g.out(cur))
-        if (g.isObject(v) && birthLast[v] >= firstLimit) entries.push_back(v);
-      std::sort(entries.begin(), entries.end());
-      entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-    }
-    // Which function added the entries of each step (born between two dumped points).
-    for (size_t j = 1; j < k; ++j) {
-      std::map<std::string, size_t> bySite;
-      for (uint32_t e : entries)
-        if (birthLast[e] >= dumped[j - 1]->limit && birthLast[e] < dumped[j]->limit)
-          ++bySite[name.function(e)];
-      std::string text;
-      for (const auto& [site, count] : bySite)
-        text += (text.empty() ? "" : ", ") + site + " x" + std::to_string(count);
-      sp.stepSites.push_back(text.empty() ? "-" : text);
-    }
-    // The entries proper: those of the commonest kind (type and allocating function; of as
-    // many, the one retaining more): a dictionary's array also points to its keys.
-    std::map<std::pair<std::string, std::string>, std::pair<size_t, uint64_t>> kinds;
-    for (uint32_t e : entries) {
-      auto& kd = kinds[{name.type(e), name.function(e)}];
-      ++kd.first;
-      kd.second += dom.retained[e];
-    }
-    if (!kinds.empty()) {
-      auto top = std::max_element(kinds.begin(), kinds.end(), [](const auto& x, const auto& y) {
-        return x.second < y.second;  // (count, retained bytes)
-      });
-      sp.entryType = top->first.first;
-      sp.entrySite = top->first.second;
-      std::erase_if(entries, [&](uint32_t e) {
-        return name.type(e) != sp.entryType || name.function(e) != sp.entrySite;
-      });
-    }
-    sp.entries = entries.size();
-    sp.entriesPerStep = static_cast<double>(entries.size()) / steps;
-    struct Kept {
-      uint64_t bytes = 0, objects = 0;
-      uint32_t depth = UINT32_MAX;  // the shallowest one's in the dominator tree
-    };
-    std::map<std::string, Kept> kept;
-    uint64_t keeps = 0;
-    std::map<std::string, uint64_t> mains;  // the biggest dominated child's type -> entries
-    std::sort(entries.begin(), entries.end(),
-              [&](uint32_t x, uint32_t y) { return preIndex[x] < preIndex[y]; });
-    for (size_t ei = 0; ei < entries.size(); ++ei) {
-      uint32_t e = entries[ei];
-      if (preIndex[e] == UINT32_MAX) continue;  // no root reaches it
-      // What it mainly keeps: its dominated child retaining most, through closure classes the
-      // compiler made (Foo.<Bar>c__AnonStorey0, <>c__DisplayClass) to what they captured.
-      for (uint32_t m = e, guard = 0; guard < 8; ++guard) {
-        uint32_t best = kNoNode;
-        for (uint32_t c = childStart[m]; c < childStart[m + 1]; ++c) {
-          uint32_t v = children[c];
-          if (chain && name.sameKind(v, e)) continue;  // the next link is not what it keeps
-          if (best == kNoNode || dom.retained[v] > dom.retained[best]) best = v;
+          m = best;
         }
-        if (best == kNoNode || !g.isObject(best)) break;
-        std::string ty = name.type(best);
-        if (ty.find(">c__") == std::string::npos) {
-          // An untyped object (C: "(gc)") is told by where it was made.
-          if (ty.rfind('(', 0) == 0 && !name.function(best).empty())
-            ty += " from " + name.function(best);
-          ++mains[ty];
-          break;
-        }
-        m = best;
-      }
-      // A link's own part: its subtree up to the next link (entries are in preorder).
-      uint32_t end = preIndex[e] + subtree[e];
-      for (uint32_t i = preIndex[e]; i < end; ++i) {
-        uint32_t v = pre[i];
-        if (chain && v != e && name.sameKind(v, e)) {
-          i += subtree[v] - 1;  // the next link's subtree is its own
-          continue;
-        }
-        keeps += g.size(v);
-        if (v != e && g.isObject(v)) {
-          Kept& kk = kept[name.type(v)];
-          kk.bytes += g.size(v);
-          ++kk.objects;
-          kk.depth = std::min(kk.depth, depth[v]);
+        // A link's own part: its subtree up to the next link (entries are in preorder).
+        uint32_t end = preIndex[e] + subtree[e];
+        for (uint32_t i = preIndex[e]; i < end; ++i) {
+          uint32_t v = pre[i];
+          if (chain && v != e && name.sameKind(v, e)) {
+            i += subtree[v] - 1;  // the next link's subtree is its own
+            continue;
+          }
+          keeps += g.size(v);
+          if (v != e && g.isObject(v)) {
+            Kept& kk = kept[name.type(v)];
+            kk.bytes += g.size(v);
+            ++kk.objects;
+            kk.depth = std::min(kk.depth, depth[v]);
+          }
         }
       }
-    }
-    if (!entries.empty()) {
-      for (uint32_t e : entries)
-        if (name.type(e) == sp.entryType && name.function(e) == sp.entrySite) {
-          if (const replay::Site* site = name.site(e)) sp.entryLocation = site->location;
-          break;
+      if (!entries.empty()) {
+        for (uint32_t e : entries)
+          if (name.type(e) == sp.entryType && name.function(e) == sp.entrySite) {
+            if (const replay::Site* site = name.site(e)) sp.entryLocation = site->location;
+            break;
+          }
+        sp.entryKeeps = keeps / entries.size();
+        for (const auto& [ty, count] : mains)
+          if (count * 2 > entries.size()) sp.keptMain = ty;
+        if (!kept.empty()) {
+          // What an entry keeps most of: the most objects; of as many, the type nearer the entry
+          // (enemies rather than their names), then the more bytes.
+          auto kt = std::max_element(kept.begin(), kept.end(), [](const auto& x, const auto& y) {
+            if (x.second.objects != y.second.objects) return x.second.objects < y.second.objects;
+            if (x.second.depth != y.second.depth) return x.second.depth > y.second.depth;
+            return x.second.bytes < y.second.bytes;
+          });
+          if (sp.keptMain.rfind(kt->first, 0) != 0) sp.keptType = kt->first;
+          sp.keptCount = (kt->second.objects + entries.size() / 2) / entries.size();
         }
-      sp.entryKeeps = keeps / entries.size();
-      for (const auto& [ty, count] : mains)
-        if (count * 2 > entries.size()) sp.keptMain = ty;
-      if (!kept.empty()) {
-        // What an entry keeps most of: the most objects; of as many, the type nearer the entry
-        // (enemies rather than their names), then the more bytes.
-        auto kt = std::max_element(kept.begin(), kept.end(), [](const auto& x, const auto& y) {
-          if (x.second.objects != y.second.objects) return x.second.objects < y.second.objects;
-          if (x.second.depth != y.second.depth) return x.second.depth > y.second.depth;
-          return x.second.bytes < y.second.bytes;
-        });
-        if (sp.keptMain.rfind(kt->first, 0) != 0) sp.keptType = kt->first;
-        sp.keptCount = (kt->second.objects + entries.size() / 2) / entries.size();
       }
-    }
-    if (entries.empty()) {
-      misses.push_back({static_cast<uint64_t>(h.growth), node, h.slot,
-                        "its retained size grows, but it gains no object born since the first "
-                        "point (what it holds grew in place)"});
-      continue;
-    }
-    auto dup = byContainer.find(cur);
-    if (dup != byContainer.end()) {
-      if (found[dup->second].bytesPerStep >= sp.bytesPerStep) continue;
-      found[dup->second] = std::move(sp);
-    } else {
-      byContainer[cur] = found.size();
-      found.push_back(std::move(sp));
+      if (entries.empty()) {
+        misses.push_back({static_cast<uint64_t>(h.growth), node, h.slot,
+                          "its retained size grows, but it gains no object born since the first "
+                          "point (what it holds grew in place)"});
+        continue;
+      }
+      auto dup = byContainer.find(cur);
+      if (dup != byContainer.end()) {
+        if (found[dup->second].bytesPerStep >= sp.bytesPerStep) continue;
+        found[dup->second] = std::move(sp);
+      } else {
+        byContainer[cur] = found.size();
+        found.push_back(std::move(sp));
+      }
     }
   }
   std::stable_sort(found.begin(), found.end(), [](const Suspect& x, const Suspect& y) {
@@ -581,7 +658,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     std::string text = sp.holder;
     std::string container = (sp.chain ? "a linked list of " : "") + sp.containerType;
     if (!sp.containerSite.empty()) container += " (allocated by " + sp.containerSite + ")";
-    if (sp.holderKind == "static") {
+    if (sp.holderKind == "static" || sp.holderKind == "stack") {
       text += " holds ";
       if (sp.holderAddress != sp.containerAddress) text += sp.holderType + " -> ";
       text += container;

@@ -255,8 +255,9 @@ TEST_CASE("corpus precision and recall", "[leaks][corpus]") {
 }
 #endif
 
-// The growth rule on its own: every step rises (or all but one, from 3 steps on),
-// ends higher, and never loses in one step more than an average step gains.
+// The growth rule on its own: every step rises (all but one with 3 steps; a monotone trend from
+// 4 on), ends higher, does not stop for its last third, and never loses in one step more than an
+// average step gains (unless the next point makes up for it).
 using leaks::Trend;
 
 TEST_CASE("growth rule: leaks, plateaus, pools, cleared lists", "[leaks][rule]") {
@@ -274,6 +275,17 @@ TEST_CASE("growth rule: leaks, plateaus, pools, cleared lists", "[leaks][rule]")
   CHECK(leaks::classify({4, 8, 4}).why.find("cleared") != std::string::npos);
   CHECK(leaks::classify({1, 2, 3}).grows);
   CHECK_FALSE(leaks::classify({1, 2, 2}).grows);  // 2 steps: both must rise
+  // Uneven steps (+3, +11, +1, +7, +1, then again) with flat ones between: a trend.
+  CHECK(leaks::classify({0, 3, 3, 14, 15, 15, 22, 23, 26, 26, 37}).grows);
+  CHECK(leaks::classify({0, 3, 3, 14, 15, 15, 22, 23, 26, 26, 37}).slope > 0);
+  // Filled up, then flat for the last third (with a little noise): a plateau, said why.
+  Trend filled = leaks::classify({0, 40, 80, 100, 100, 101, 100, 101, 101, 101});
+  CHECK_FALSE(filled.grows);
+  CHECK(filled.why.find("fills up, then stops") != std::string::npos);
+  // Rises at random: no trend.
+  CHECK_FALSE(leaks::classify({10, 12, 9, 13, 10, 12, 9, 11, 10, 12}).grows);
+  // A dip the next point more than makes up for (a stale stack word shared the list once).
+  CHECK(leaks::classify({10, 20, 30, 12, 50, 60, 70}).grows);
 }
 
 // The verb: tables, --explain, --dot, --json, and bad input answered with exit code 2.

@@ -6,10 +6,12 @@
 // event:NAME` is that collection's), else at the event itself.
 //
 //   1. Growth by site and by type (any log): live objects and bytes at each point from the
-//      replay's live sets; a row grows when it gains bytes at every step between points, or at
-//      all but one when there are 4 points or more, ends above where it started and never
-//      loses more in one step than it gains in an average one. Ranked by bytes gained per
-//      repetition.
+//      replay's live sets; a row grows (classify) when it ends above where it started, never
+//      loses more in one step than it gains in an average one, did not stop for good (a last
+//      third, at least 2 steps, that gains nothing) and rises: at every step with 2 steps, all
+//      but one with 3, and from 4 on as a trend over the whole series (Mann-Kendall, Theil-Sen
+//      slope), so that growth by uneven steps with flat ones between counts. Ranked by bytes
+//      gained per repetition.
 //   2. Growing containers (points with RAM dumps): the holders that exist at every dumped
 //      point — objects with the same address and birth (Boehm never moves objects), and the
 //      words of static roots — whose retained size or out-degree grows by the same rule. The
@@ -72,6 +74,7 @@ struct Trend {
   bool grows = false;
   size_t rises = 0, steps = 0;
   int64_t perStep = 0;   // (last - first) / steps
+  double slope = 0;      // Theil-Sen: the median of the slopes between any two points
   std::string why;       // for a near miss: "flat", "grew 2 of 4 steps, then flat", ...
 };
 Trend classify(const std::vector<uint64_t>& series);
