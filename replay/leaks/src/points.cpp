@@ -24,17 +24,25 @@ Trend classify(const std::vector<uint64_t>& series) {
   }
   const size_t n = series.size();
   t.steps = n - 1;
-  uint64_t gain = 0, maxFall = 0;
-  size_t fallAt = 0;
+  uint64_t gain = 0, maxFall = 0, maxRise = 0;
+  size_t fallAt = 0, riseAt = 0;
+  // Past a dip, the series must regain what it lost and the gain of an average rise on top.
+  uint64_t rising = 0, rose = 0;
+  for (size_t i = 1; i < n; ++i)
+    if (series[i] > series[i - 1]) rising += series[i] - series[i - 1], ++rose;
+  const uint64_t past = rose ? rising / rose : 0;
+  auto regained = [&](size_t at, size_t before) { return series[at] > series[before] + past; };
   for (size_t i = 1; i < n; ++i) {
     if (series[i] > series[i - 1]) {
       ++t.rises;
       gain += series[i] - series[i - 1];
+      if (series[i] - series[i - 1] > maxRise) maxRise = series[i] - series[i - 1], riseAt = i;
     } else if (series[i] < series[i - 1] && series[i - 1] - series[i] > maxFall &&
-               (i + 1 == n || series[i + 1] <= series[i - 1])) {
-      // A dip that the next point more than makes up for is no clearing: for one collection
-      // something else (a stale word on a stack) shared what the holder keeps. A cleared list
-      // needs more than one step to grow back past where it was.
+               !(i + 1 < n && regained(i + 1, i - 1)) &&
+               !(i + 2 < n && regained(i + 2, i - 1) && series[i + 1] > series[i])) {
+      // A dip that the next points (one or two) more than make up for is no clearing: for a
+      // collection or two something else (a stale word on a stack) shared what the holder
+      // keeps. A cleared list needs more steps to grow back past where it was.
       maxFall = series[i - 1] - series[i];
       fallAt = i;
     }
@@ -71,9 +79,12 @@ Trend classify(const std::vector<uint64_t>& series) {
   }
   // With 2 steps, both must rise; with 3, all but one; from 4 on, a significant monotone trend
   // (Mann-Kendall, one-sided 5%) with a positive Theil-Sen slope.
+  // A trend is made of many steps: one step that makes most (60%) of the gain is a jump (a
+  // pool filled, or shared at one point), not a trend.
+  bool jump = t.steps >= 4 && maxRise * 5 > gain * 3;
   bool steady = t.steps <= 2   ? t.rises == t.steps
                 : t.steps == 3 ? t.rises >= 2
-                               : z >= 1.645 && t.slope > 0;
+                               : z >= 1.645 && t.slope > 0 && !jump;
   uint64_t avgRise = t.rises ? gain / t.rises : 0;
   char trend[96];
   std::snprintf(trend, sizeof trend, "no steady trend (Mann-Kendall z %.1f, Theil-Sen slope %.0f)",
@@ -95,7 +106,11 @@ Trend classify(const std::vector<uint64_t>& series) {
             std::to_string(tail) + " steps gain nothing: it fills up, then stops)";
   } else if (!steady) {
     t.why = "grew at " + std::to_string(t.rises) + " of " + std::to_string(t.steps) + " steps";
-    if (t.steps >= 4) t.why += ": " + std::string(trend);
+    if (jump)
+      t.why += ", " + std::to_string(maxRise * 100 / gain) + "% of the gain at step " +
+               std::to_string(riseAt) + " alone: a jump, not a trend";
+    else if (t.steps >= 4)
+      t.why += ": " + std::string(trend);
   } else {
     t.grows = true;
   }

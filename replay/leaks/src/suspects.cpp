@@ -36,9 +36,8 @@ struct Slot {
   uint64_t rootAddress = 0, offset = 0;
   std::vector<uint64_t> retained;  // of the object it points to, at each point (0: none)
   uint32_t node = kNoNode;         // its target at the last point
-  bool stack = false;              // a word of a thread's stack
-  uint64_t kind = 0;               // a stack word's target's type and allocating stack
-  size_t seen = 0;                 // a stack word: the points it held that kind at, in a row
+  bool stack = false;              // a thread's stack as a whole (label "thread 2 (ai) stack")
+  size_t seen = 0;                 // a stack: the points it was found at, in a row
 };
 
 bool stackRoot(log::RootSource s) {
@@ -133,9 +132,15 @@ struct Namer {
 // collector's own tables, pointing into a static list would otherwise make the super-root the
 // list's dominator at that point, and the static's retained size would dip for no reason.
 // Objects only transient roots reach keep their edges (they still get a dominator).
-graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint8_t>& strongRoot) {
+//
+// The thread stacks count as one holder: the first stack root (`stacks`, kNoNode for none) takes
+// the super-root's edges to the others, so that what only stacks keep is dominated by it even
+// when two threads' stacks point to it (a worker's local list that the main thread's stack
+// also points into).
+graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint8_t>& strongRoot,
+                                      uint32_t stacks, std::vector<uint8_t>& steady) {
   const uint32_t n = g.nodeCount();
-  std::vector<uint8_t> steady(n, 0);  // reached from a strong root
+  steady.assign(n, 0);  // reached from a strong root
   std::vector<uint32_t> queue;
   for (uint32_t t : g.out(0))
     if ((g.isRoot(t) && strongRoot[t]) || g.isObject(t))
@@ -145,9 +150,17 @@ graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint
       if (!steady[t]) steady[t] = 1, queue.push_back(t);
   std::vector<uint32_t> offsets(n + 1, 0), targets;
   targets.reserve(g.targets().size());
+  auto otherStack = [&](uint32_t t) {
+    return stacks != kNoNode && t != stacks && g.isRoot(t) && !strongRoot[t] &&
+           stackRoot(g.root(t).source);
+  };
   for (uint32_t u = 0; u < n; ++u) {
     for (uint32_t t : g.out(u))
-      if (u == 0 || steady[u] || !steady[t]) targets.push_back(t);
+      if ((u == 0 && !otherStack(t)) || (u != 0 && (steady[u] || !steady[t])))
+        targets.push_back(t);
+    if (u == stacks)
+      for (uint32_t t : g.out(0))
+        if (otherStack(t)) targets.push_back(t);
     offsets[u + 1] = static_cast<uint32_t>(targets.size());
   }
   std::vector<uint64_t> sizes(n, 0);
@@ -198,7 +211,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         strong[root] = f.module.empty() || !a.exclusions().excluded(f);
       }
     }
-    graph::DominatorTree dom = steadyDominators(g, strong);
+    uint32_t stacks = kNoNode;
+    for (uint32_t root = 1; root <= g.rootCount() && stacks == kNoNode; ++root)
+      if (stackRoot(g.root(root).source)) stacks = root;
+    std::vector<uint8_t> steady;
+    graph::DominatorTree dom = steadyDominators(g, strong, stacks, steady);
     r.seek(dumped[j]->limit);
     const replay::LiveSet& live = r.live();
     const uint32_t first = g.firstObject(), n = g.nodeCount();
@@ -235,24 +252,13 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         per.degree[i * k + j] = g.out(v).size();
       }
     for (uint32_t root = 1; root <= g.rootCount(); ++root) {
-      const bool stack = stackRoot(g.root(root).source);
-      if (!strong[root] && !stack) continue;  // the runtime's own statics
+      if (stackRoot(g.root(root).source)) continue;  // below, as one holder
+      if (!strong[root]) continue;  // the runtime's own statics
       graph::forEachPointer(g, root, [&](uint64_t off, uint64_t, uint32_t target) {
         uint64_t key = g.address(root) + off;
-        // A word of a stack holds for as long as its frame lives: the same word pointing, at
-        // every point, to an object of one type allocated by one stack (a long-lived loop's
-        // local list), not to whatever the frames there hold at the moment.
-        uint64_t kind = 0;
-        if (stack && g.isObject(target) && g.objectInfo(target)) {
-          const replay::AllocInfo& info = r.info(g.objectInfo(target) - 1);
-          kind = (uint64_t{info.typeId} << 32 | info.stackId) + 1;
-        }
-        if (stack && (!kind || (j > 0 && !slotIndex.count(key)))) return;
         auto [it, added] = slotIndex.emplace(key, slots.size());
         if (added) {
           Slot sl;
-          sl.stack = stack;
-          sl.kind = kind;
           sl.label = rootKindText(g.root(root));
           sl.rootAddress = g.address(root);
           sl.offset = off;
@@ -266,14 +272,54 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
           slots.push_back(std::move(sl));
         }
         Slot& sl = slots[it->second];
-        if (sl.stack && (sl.kind != kind || sl.seen != j)) {
-          sl.seen = SIZE_MAX;  // another frame's word now, or it skipped a point
-          return;
-        }
-        ++sl.seen;
         sl.retained[j] = dom.retained[target];
         if (j + 1 == k) sl.node = target;
       });
+    }
+    // The thread stacks as one holder, like a static: what only they keep (a long-lived loop's
+    // local list). Its words are no holders (a local moves between registers and spill slots as
+    // the frames change), and its retained size swings with what the frames hold at the moment
+    // (a level's scratch): the series counts only the bytes it keeps that were born before the
+    // previous point, those that lived through a whole repetition (0 at the first point).
+    if (stacks != kNoNode) {
+      constexpr uint64_t kStacksKey = ~uint64_t{0};
+      auto it = slotIndex.find(kStacksKey);
+      if (it == slotIndex.end() && j == 0) {
+        it = slotIndex.emplace(kStacksKey, slots.size()).first;
+        Slot sl;
+        sl.stack = true;
+        sl.label = "thread stacks";
+        sl.retained.assign(k, 0);
+        slots.push_back(std::move(sl));
+      }
+      if (it != slotIndex.end() && slots[it->second].seen == j) {
+        Slot& sl = slots[it->second];
+        ++sl.seen;
+        if (j + 1 == k) sl.node = stacks;
+        if (j > 0) {
+          const uint64_t before = dumped[j - 1]->limit;
+          std::vector<uint8_t> under(n, 0);  // 1: stacks dominates it, 2: it does not
+          std::vector<uint32_t> walk;
+          for (uint32_t v = first; v < n; ++v) {
+            if (steady[v] || dom.idom[v] == UINT32_MAX) continue;
+            uint32_t u = v;
+            while (!under[u]) {
+              if (u == stacks || u == 0 || u < first) {
+                under[u] = u == stacks ? 1 : 2;
+                break;
+              }
+              walk.push_back(u);
+              u = dom.idom[u];
+            }
+            for (uint32_t w : walk) under[w] = under[u];
+            walk.clear();
+            if (under[v] == 1) {
+              uint64_t b = birthOf(v);
+              if (b && b < before) sl.retained[j] += g.size(v);
+            }
+          }
+        }
+      }
     }
     if (j + 1 == k) {
       birthLast.assign(n, 0);
@@ -385,7 +431,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   }
   for (const Slot& sl : slots) {
     if (sl.node == kNoNode || (sl.stack && sl.seen != k)) continue;
-    std::string where = sl.stack            ? sl.label + " (the word at " + hexAddress(sl.rootAddress + sl.offset) + ")"
+    std::string where = sl.stack            ? sl.label
                         : sl.symbol.empty()   ? sl.label + " +" + hexAddress(sl.offset)
                         : sl.module.empty() ? "static " + sl.symbol
                                             : "static " + sl.symbol + " (" + sl.module + ")";
@@ -467,7 +513,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       for (size_t i = 0; i < split.size(); ++i)
         for (size_t j = i + 1; j < split.size(); ++j)
           if (name.sameKind(split[i], split[j])) split.clear();
-      if (split.size() >= 2)
+      // The thread stacks hold their one container among the frames' scratch.
+      if (split.size() >= 2 || (split.size() == 1 && !g.isObject(at)))
         for (uint32_t v : split) {
           bool ch = false;
           uint32_t c = descend(v, &ch);
@@ -650,9 +697,16 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     pr.address = sp.containerAddress;
     pr.maxPaths = 1;
     pr.maxNodes = req.pathNodes;
-    graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
-    if (!paths.paths.empty()) sp.path = paths.paths.front();
-    sp.picture = std::move(paths.picture);
+    if (uint32_t cn = g.objectAt(sp.containerAddress, false); cn != kNoNode && g.isObject(cn)) {
+      graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
+      if (!paths.paths.empty()) sp.path = paths.paths.front();
+      sp.picture = std::move(paths.picture);
+    }
+    // The thread stacks: named by the stack the path starts at ("thread 2 (ai) stack").
+    if (sp.holderKind == "stack" && !sp.path.empty() && sp.path.front().node.kind == "root") {
+      sp.holder = sp.path.front().node.type;
+      sp.holderType = "";
+    }
     sp.picture.title =
         "leak suspect: " + sp.containerType + " at " + hexAddress(sp.containerAddress);
     std::string text = sp.holder;
@@ -660,7 +714,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     if (!sp.containerSite.empty()) container += " (allocated by " + sp.containerSite + ")";
     if (sp.holderKind == "static" || sp.holderKind == "stack") {
       text += " holds ";
-      if (sp.holderAddress != sp.containerAddress) text += sp.holderType + " -> ";
+      if (sp.holderAddress != sp.containerAddress && !sp.holderType.empty())
+        text += sp.holderType + " -> ";
       text += container;
     } else if (sp.holderAddress == sp.containerAddress) {
       text = sp.containerType + " at " + hexAddress(sp.containerAddress);
