@@ -451,6 +451,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   }
 
   std::vector<Suspect> found;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> foundEntries;  // per suspect
   std::map<uint32_t, size_t> byContainer;
   // Repetitions between the first and the last dumped point (a point without a dump between
   // them is still a repetition).
@@ -675,15 +676,45 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
                           "point (what it holds grew in place)"});
         continue;
       }
+      std::vector<std::pair<uint64_t, uint64_t>> held;  // (address, birth) of each entry
+      for (uint32_t e : entries) held.emplace_back(g.address(e), birthLast[e]);
       auto dup = byContainer.find(cur);
       if (dup != byContainer.end()) {
         if (found[dup->second].bytesPerStep >= sp.bytesPerStep) continue;
         found[dup->second] = std::move(sp);
+        foundEntries[dup->second] = std::move(held);
       } else {
         byContainer[cur] = found.size();
         found.push_back(std::move(sp));
+        foundEntries.push_back(std::move(held));
       }
     }
+  }
+  // Growth freed at the end is no leak (a session recording saved, then dropped, when the game
+  // is over): where the log goes on after the last point, a suspect most (over half) of whose
+  // entries are freed by its end is a near miss. A program that exits holding them keeps them;
+  // so does a thread's stack (what it keeps goes when the thread ends, at shutdown too).
+  if (!found.empty() && r.resolve("end") > dumped.back()->limit) {
+    r.seek(r.resolve("end"));
+    const replay::LiveSet& live = r.live();
+    std::vector<Suspect> still;
+    for (size_t i = 0; i < found.size(); ++i) {
+      size_t gone = 0;
+      for (const auto& [address, birth] : foundEntries[i]) {
+        auto lo = live.find(address);
+        if (!lo || lo->birthSeq() != birth) ++gone;
+      }
+      if (found[i].holderKind != "stack" && gone * 2 > foundEntries[i].size()) {
+        out.nearMisses.push_back(
+            {"holder " + found[i].holder + " -> " + found[i].containerType,
+             "grew at every point, but " + std::to_string(gone) + " of its " +
+                 std::to_string(foundEntries[i].size()) +
+                 " entries are freed before the log ends: freed at the end"});
+        continue;
+      }
+      still.push_back(std::move(found[i]));
+    }
+    found = std::move(still);
   }
   std::stable_sort(found.begin(), found.end(), [](const Suspect& x, const Suspect& y) {
     return x.bytesPerStep > y.bytesPerStep;
