@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2
+  liblz4-dev capnproto libcapnp-dev libxxhash-dev libboost-program-options-dev catch2 libre2-dev
   libunwind-dev libdw-dev libgc-dev
   # Mono with the Boehm collector: the runtime, the C# compiler and assemblies (mono-devel), the
   # profiler API headers (libmono-2.0-dev), Mono's own log profiler (the benchmark's peer)

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <new>
-#include <regex>
 #include <system_error>
 
 namespace heapman::cli {
@@ -69,9 +68,6 @@ int reportError(const char* verb) {
         ". The log is corrupt there: `heapman verify LOG` checks all of it; record it again or "
         "restore a good copy");
     return kExitBadLog;
-  } catch (const std::regex_error& e) {
-    say(std::string("bad regex: ") + e.what());
-    return kExitUsage;
   } catch (const std::system_error& e) {
     say(std::string("system error: ") + e.what());
     return kExitBadLog;

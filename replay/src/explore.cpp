@@ -2,7 +2,6 @@
 // at a point or two (the generation born between them, as FBAllocationTracker shows it).
 #include <algorithm>
 #include <map>
-#include <regex>
 
 #include "heapman/replay/queries.h"
 
@@ -10,30 +9,26 @@ namespace heapman::replay {
 
 namespace {
 
-std::regex compile(const std::string& re, const char* what) {
-  return compileRegex(re, "", what);
-}
-
 struct Collector : Observer {
   Replay& r;
   Attribution& a;
   const AllocFilter& f;
-  std::regex typeRe, funcRe;
+  Regex typeRe, funcRe;
   std::vector<int8_t> match;  // per info: -1 unknown, 0 no, 1 yes
   AllocsResult& out;
   Collector(Replay& rr, Attribution& aa, const AllocFilter& ff, AllocsResult& o)
       : r(rr), a(aa), f(ff), out(o) {
-    if (!f.typeRegex.empty()) typeRe = compile(f.typeRegex, "type");
-    if (!f.functionRegex.empty()) funcRe = compile(f.functionRegex, "function");
+    if (!f.typeRegex.empty()) typeRe = compileRegex(f.typeRegex, "", "type");
+    if (!f.functionRegex.empty()) funcRe = compileRegex(f.functionRegex, "", "function");
     match.assign(r.tables().infos.size(), -1);
   }
   bool matches(uint32_t i) {
     if (match[i] >= 0) return match[i];
     const AllocInfo& info = r.tables().infos[i];
     bool ok = true;
-    if (!f.typeRegex.empty()) ok = std::regex_search(typeLabel(r.tables(), info), typeRe);
+    if (!f.typeRegex.empty()) ok = typeRe.search(typeLabel(r.tables(), info));
     if (ok && !f.functionRegex.empty())
-      ok = std::regex_search(a.site(a.siteOf(info.stackId)).function, funcRe);
+      ok = funcRe.search(a.site(a.siteOf(info.stackId)).function);
     match[i] = ok;
     return ok;
   }

@@ -1,5 +1,8 @@
 #include "heapman/replay/frames.h"
 
+#include <re2/re2.h>
+#include <re2/set.h>
+
 #include <algorithm>
 #include <fstream>
 #include <unordered_set>
@@ -127,7 +130,70 @@ const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
   return cache_.emplace(nodeId, std::move(out)).first->second;
 }
 
-// ---- Exclusions ---------------------------------------------------------------------------------
+// ---- Regex, Exclusions ---------------------------------------------------------------------------
+
+namespace {
+
+RE2::Options regexOptions() {
+  RE2::Options o;
+  o.set_log_errors(false);  // errors are reported by compileRegex, never on stderr by RE2
+  o.set_encoding(RE2::Options::EncodingLatin1);  // byte-wise, like std::regex on std::string
+  return o;
+}
+
+// Why RE2 refused a pattern. Its parser's messages, except an unbalanced ( ) or [ ], which keep
+// the words std::regex used (scripts and the golden tests read them), and the Perl syntax RE2
+// leaves out on purpose (it would need backtracking), which says so.
+std::string whyRefused(const RE2& re) {
+  const std::string& arg = re.error_arg();
+  switch (re.error_code()) {
+    case RE2::ErrorMissingParen:
+    case RE2::ErrorUnexpectedParen:
+      return "Mismatched '(' and ')' in regular expression";
+    case RE2::ErrorMissingBracket:
+      return "Mismatched '[' and ']' in regular expression";
+    case RE2::ErrorBadEscape:
+      if (arg.size() == 2 && ((arg[1] >= '1' && arg[1] <= '9') || arg[1] == 'k'))
+        return "backreference " + arg + " is not supported: heapman uses RE2 syntax: no " +
+               "backreferences or lookaround";
+      return re.error() + " (heapman uses RE2 syntax)";
+    case RE2::ErrorBadPerlOp:
+      if (arg == "(?=" || arg == "(?!" || arg == "(?<")
+        return "lookaround " + arg + " is not supported: heapman uses RE2 syntax: no " +
+               "backreferences or lookaround";
+      return re.error() + " (heapman uses RE2 syntax)";
+    default:
+      return re.error();
+  }
+}
+
+}  // namespace
+
+bool Regex::search(std::string_view text) const {
+  return re_ && RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *re_);
+}
+
+Regex compileRegex(const std::string& pattern, const std::string& where,
+                   const std::string& kind) {
+  std::string prefix = (where.empty() ? "" : where + ": ") + "bad " + (kind.empty() ? "" : kind + " ");
+  std::string shown = pattern.size() > 80 ? pattern.substr(0, 77) + "..." : pattern;
+  if (pattern.size() > kMaxRegexLength)
+    throw ReplayError(prefix + "regex '" + shown + "': it is " + std::to_string(pattern.size()) +
+                      " characters long, at most " + std::to_string(kMaxRegexLength) +
+                      " are accepted (match a distinctive part of the name instead)");
+  auto re = std::make_shared<const RE2>(pattern, regexOptions());
+  if (!re->ok()) throw ReplayError(prefix + "regex '" + shown + "': " + whyRefused(*re));
+  Regex r;
+  r.re_ = std::move(re);
+  return r;
+}
+
+struct Exclusions::Compiled {
+  RE2::Set set{regexOptions(), RE2::UNANCHORED};
+  // Each pattern alone: what matches when the set's DFA runs out of memory (RE2::Set then fails
+  // rather than fall back to a slower engine).
+  std::vector<Regex> each;
+};
 
 Exclusions Exclusions::fromFile(const std::string& path) {
   std::ifstream in(path);
@@ -138,36 +204,50 @@ Exclusions Exclusions::fromFile(const std::string& path) {
     size_t b = line.find_first_not_of(" \t");
     if (b == std::string::npos || line[b] == '#') continue;
     size_t end = line.find_last_not_of(" \t\r");
-    e.add(line.substr(b, end - b + 1), path + ":" + std::to_string(n));
+    e.check(line.substr(b, end - b + 1), path + ":" + std::to_string(n));
   }
+  e.compile();
   return e;
 }
 
-std::regex compileRegex(const std::string& pattern, const std::string& where,
-                        const std::string& kind) {
-  std::string prefix = (where.empty() ? "" : where + ": ") + "bad " + (kind.empty() ? "" : kind + " ");
-  std::string shown = pattern.size() > 80 ? pattern.substr(0, 77) + "..." : pattern;
-  if (pattern.size() > kMaxRegexLength)
-    throw ReplayError(prefix + "regex '" + shown + "': it is " + std::to_string(pattern.size()) +
-                      " characters long, at most " + std::to_string(kMaxRegexLength) +
-                      " are accepted (match a distinctive part of the name instead)");
-  try {
-    return std::regex(pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
-  } catch (const std::regex_error& err) {
-    throw ReplayError(prefix + "regex '" + shown + "': " + err.what());
-  }
-}
-
-void Exclusions::add(const std::string& regex, const std::string& where) {
-  res_.push_back(compileRegex(regex, where));
+void Exclusions::check(const std::string& regex, const std::string& where) {
+  res_.push_back(compileRegex(regex, where));  // throws, naming the pattern, before any change
   texts_.push_back(regex);
 }
 
-bool Exclusions::excluded(const NamedFrame& f) const {
-  for (const std::regex& r : res_)
-    if (std::regex_search(f.function, r) || (!f.module.empty() && std::regex_search(f.module, r)))
-      return true;
+void Exclusions::compile() {
+  set_.reset();
+  if (texts_.empty()) return;
+  auto c = std::make_shared<Compiled>();
+  for (const std::string& t : texts_) {
+    std::string err;
+    if (c->set.Add(t, &err) < 0) throw ReplayError("bad regex '" + t + "': " + err);
+  }
+  c->each = res_;
+  if (!c->set.Compile())
+    throw ReplayError("the " + std::to_string(texts_.size()) +
+                      " leaf-exclusion regexes together exceed RE2's memory budget; use fewer");
+  set_ = std::move(c);
+}
+
+void Exclusions::add(const std::string& regex, const std::string& where) {
+  check(regex, where);
+  compile();
+}
+
+bool Exclusions::excluded(std::string_view name) const {
+  if (!set_) return false;
+  re2::StringPiece text(name.data(), name.size());
+  RE2::Set::ErrorInfo err{};
+  if (set_->set.Match(text, nullptr, &err)) return true;
+  if (err.kind == RE2::Set::kNoError) return false;
+  for (const Regex& r : set_->each)
+    if (r.search(name)) return true;
   return false;
+}
+
+bool Exclusions::excluded(const NamedFrame& f) const {
+  return excluded(f.function) || (!f.module.empty() && excluded(f.module));
 }
 
 // ---- Attribution --------------------------------------------------------------------------------
@@ -191,14 +271,12 @@ uint32_t Attribution::siteOf(uint32_t stackId) {
   const NamedFrame* chosen = nullptr;
   const NamedFrame* leaf = nullptr;
   for (uint32_t node : t_.stackNodes(stackId)) {
-    for (const NamedFrame& f : namer_.frames(node)) {
-      if (!leaf) leaf = &f;
-      if (!ex_.excluded(f)) {
-        chosen = &f;
-        break;
-      }
+    const std::vector<NamedFrame>& fs = namer_.frames(node);
+    if (!leaf) leaf = &fs.front();
+    if (uint32_t k = firstKept(node); k != kAllExcluded) {
+      chosen = &fs[k];
+      break;
     }
-    if (chosen) break;
   }
   if (!chosen) chosen = leaf;
   if (chosen) {
@@ -211,6 +289,19 @@ uint32_t Attribution::siteOf(uint32_t stackId) {
   if (fresh) sites_.push_back(s);
   byStack_.emplace(stackId, k->second);
   return k->second;
+}
+
+uint32_t Attribution::firstKept(uint32_t node) {
+  auto [it, fresh] = firstKept_.try_emplace(node, kAllExcluded);
+  if (fresh) {
+    const std::vector<NamedFrame>& fs = namer_.frames(node);
+    for (size_t i = 0; i < fs.size(); ++i)
+      if (!ex_.excluded(fs[i])) {
+        it->second = static_cast<uint32_t>(i);
+        break;
+      }
+  }
+  return it->second;
 }
 
 std::string Attribution::folded(uint32_t stackId) {

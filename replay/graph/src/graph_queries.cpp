@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <regex>
 #include <unordered_map>
 
 #include "heapman/replay/queries.h"
@@ -14,9 +13,8 @@ namespace heapman::graph {
 
 namespace {
 
-// The replay's rules for a user's regex (length bound, an executor that cannot overflow the
-// stack): "bad --type regex 'R': why".
-std::regex compile(const std::string& text, const char* option) {
+// The replay's rules for a user's regex (length bound, RE2 syntax): "bad --type regex 'R': why".
+replay::Regex compile(const std::string& text, const char* option) {
   return replay::compileRegex(text, "", option);
 }
 
@@ -189,7 +187,7 @@ void prepareAll(GraphSession& s, replay::Attribution& a) {
 
 ObjectsResult listObjects(GraphSession& s, replay::Attribution& a, uint64_t limit,
                           const ObjectsFilter& filter) {
-  std::optional<std::regex> typeRe, fnRe;
+  std::optional<replay::Regex> typeRe, fnRe;
   if (!filter.typeRegex.empty()) typeRe = compile(filter.typeRegex, "--type");
   if (!filter.functionRegex.empty()) fnRe = compile(filter.functionRegex, "--function");
   const HeapGraph& g = s.at(limit);
@@ -201,8 +199,8 @@ ObjectsResult listObjects(GraphSession& s, replay::Attribution& a, uint64_t limi
   for (uint32_t n = g.firstObject(); n < g.nodeCount(); ++n) {
     if (filter.unreachableOnly && seen[n]) continue;
     NodeFacts f = factsOf(s, a, n, true);
-    if (typeRe && !std::regex_search(f.type, *typeRe)) continue;
-    if (fnRe && !std::regex_search(f.function, *fnRe)) continue;
+    if (typeRe && !typeRe->search(f.type)) continue;
+    if (fnRe && !fnRe->search(f.function)) continue;
     ++res.matched;
     res.matchedBytes += f.size;
     res.rows.push_back(std::move(f));

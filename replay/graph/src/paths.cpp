@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
-#include <regex>
+#include <optional>
 
 #include "heapman/replay/frames.h"
 #include "heapman/replay/queries.h"
@@ -13,7 +13,7 @@ namespace heapman::graph {
 
 PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
                       const PathsRequest& req) {
-  std::optional<std::regex> typeRe;
+  std::optional<replay::Regex> typeRe;
   if (!req.typeRegex.empty()) typeRe = replay::compileRegex(req.typeRegex, "", "--type");
   const HeapGraph& g = s.at(limit);
   const DominatorTree& dom = s.dominatorTree();
@@ -27,7 +27,7 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
       uint32_t info = g.objectInfo(x);
       std::string type =
           info ? replay::typeLabel(s.replay().tables(), s.replay().info(info - 1)) : "(untracked)";
-      if (std::regex_search(type, *typeRe)) targets.push_back(x);
+      if (typeRe->search(type)) targets.push_back(x);
     }
     if (targets.empty())
       throw GraphError("no object of a type matching '" + req.typeRegex + "' is alive at gc:" +

@@ -5,23 +5,28 @@
 // log's MethodDefs, and native frames inside Mono JIT code (JitRange) as their method (module
 // "[jit]"); frames nothing knows as module+0xoffset or 0xaddress, never an error.
 //
-// Exclusions: the leaf-exclusion list (ECMAScript regexes, one a line, '#' comments). A source
-// frame is excluded when a regex matches anywhere in its function name or in its module's file
-// name.
+// Exclusions: the leaf-exclusion list (RE2 regexes, one a line, '#' comments). A source frame is
+// excluded when a regex matches anywhere in its function name or in its module's file name. All
+// of them are compiled into one RE2::Set: a name is scanned once, whatever the number of patterns.
 //
 // Attribution: charges a stack to its first source frame, from the leaf, that no exclusion
 // matches (every frame excluded: the leaf; the empty stack: "(no stack)"). Sites are identified by
-// (function, module); cached per stack id.
+// (function, module); cached per stack id, and each stack node's verdict (which of its frames is
+// the first that no exclusion matches) per node id, so a frame is matched once per query.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <regex>
+#include <string_view>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "heapman/replay/replay.h"
+
+namespace re2 {
+class RE2;
+}  // namespace re2
 
 namespace heapman::replay {
 
@@ -58,32 +63,49 @@ class FrameNamer {
   std::vector<std::pair<uint64_t, size_t>> jitByStart_;  // (code start, index in jitRanges)
 };
 
-// Compiles a user's regex (exclusions, --type, --function), ECMAScript syntax without
-// backreferences. Refuses (ReplayError) a pattern longer than
-// kMaxRegexLength characters or that std::regex cannot compile (its NFA is capped at 100 000
-// states, so {n} repeats cannot blow it up). Matching runs libstdc++'s breadth-first executor
-// (regex_constants::__polynomial): its recursion is bounded by the pattern's states, not by the
-// length of the name matched, and it never backtracks exponentially; the default depth-first one
-// overflows the stack on `(a|b)*` against a long name and takes exponential time on `(a+)+b`.
+// A user's regex (exclusions, --type, --function) in RE2 syntax, byte-wise (Latin-1, as
+// std::regex read them before), searched anywhere in a name (RE2::PartialMatch). RE2 matches in
+// time linear in the name, with no recursion: no pattern can overflow the stack or backtrack
+// exponentially. It has no backreferences and no lookaround; such a pattern is refused.
+// Copies share one compiled program (matching is thread-safe).
+class Regex {
+ public:
+  Regex() = default;  // matches nothing
+  bool search(std::string_view text) const;
+
+ private:
+  friend Regex compileRegex(const std::string&, const std::string&, const std::string&);
+  std::shared_ptr<const re2::RE2> re_;
+};
+
+// Compiles a user's regex. Refuses (ReplayError) a pattern longer than kMaxRegexLength characters
+// or that RE2 cannot compile (repeats are capped at {1000} and a program at RE2's memory budget,
+// so no pattern can blow up).
 inline constexpr size_t kMaxRegexLength = 1000;
 // `where` ("FILE:LINE", "--exclude-add", or "") and `kind` ("type", "function", or "") name it in
 // errors: "WHERE: bad KIND regex 'R': why".
-std::regex compileRegex(const std::string& pattern, const std::string& where,
-                        const std::string& kind = "");
+Regex compileRegex(const std::string& pattern, const std::string& where,
+                   const std::string& kind = "");
 
 class Exclusions {
  public:
   // Reads a file; throws ReplayError "FILE:LINE: bad regex 'R': why" or "cannot read FILE".
   static Exclusions fromFile(const std::string& path);
-  // Adds one regex; `where` names it in errors ("--exclude-add").
+  // Adds one regex; `where` names it in errors ("--exclude-add"). Recompiles the set: meant for
+  // a few patterns (fromFile compiles a file's once).
   void add(const std::string& regex, const std::string& where);
   bool excluded(const NamedFrame& f) const;
-  size_t size() const { return res_.size(); }
+  bool excluded(std::string_view name) const;  // a function or module name
+  size_t size() const { return texts_.size(); }
   const std::vector<std::string>& patterns() const { return texts_; }
 
  private:
-  std::vector<std::regex> res_;
+  struct Compiled;
+  void check(const std::string& regex, const std::string& where);
+  void compile();
+  std::shared_ptr<const Compiled> set_;  // null: no patterns
   std::vector<std::string> texts_;
+  std::vector<Regex> res_;  // texts_ compiled one by one
 };
 
 struct Site {
@@ -112,6 +134,11 @@ class Attribution {
   std::vector<Site> sites_;
   std::unordered_map<std::string, uint32_t> siteIds_;
   std::unordered_map<uint32_t, uint32_t> byStack_;
+  // Per stack node: the index in namer_.frames(node) of its first frame no exclusion matches,
+  // or kAllExcluded.
+  static constexpr uint32_t kAllExcluded = ~0u;
+  std::unordered_map<uint32_t, uint32_t> firstKept_;
+  uint32_t firstKept(uint32_t node);
 };
 
 }  // namespace heapman::replay
