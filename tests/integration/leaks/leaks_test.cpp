@@ -286,6 +286,11 @@ TEST_CASE("growth rule: leaks, plateaus, pools, cleared lists", "[leaks][rule]")
   CHECK_FALSE(leaks::classify({10, 12, 9, 13, 10, 12, 9, 11, 10, 12}).grows);
   // A dip the next point more than makes up for (a stale stack word shared the list once).
   CHECK(leaks::classify({10, 20, 30, 12, 50, 60, 70}).grows);
+  // A pool that flips between two fills, shared at two points: no trend, a jump.
+  CHECK_FALSE(leaks::classify({48, 4272, 4272, 4608, 4272, 48, 4272, 4608, 4608, 4608}).grows);
+  Trend jump = leaks::classify({0, 32, 32, 32, 32, 32, 32, 7424, 8480, 8480});
+  CHECK_FALSE(jump.grows);
+  CHECK(jump.why.find("a jump, not a trend") != std::string::npos);
 }
 
 // The verb: tables, --explain, --dot, --json, and bad input answered with exit code 2.

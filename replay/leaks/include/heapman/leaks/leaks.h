@@ -14,7 +14,9 @@
 //      gained per repetition.
 //   2. Growing containers (points with RAM dumps): the holders that exist at every dumped
 //      point — objects with the same address and birth (Boehm never moves objects), and the
-//      words of static roots — whose retained size or out-degree grows by the same rule. The
+//      words of static roots, and the thread stacks as one holder (judged on the bytes they
+//      keep that lived through a repetition) — whose retained size or out-degree grows by the
+//      same rule. The
 //      retained sizes come from a dominator tree without transient references (thread stacks,
 //      the runtime's own static data), which would otherwise share a static's list at some
 //      points and make its size dip. A holder whose growth is mostly (80%) that of a growing holder it dominates is
@@ -23,14 +25,17 @@
 //      child that holds at least 80% of the bytes born since the first point, while there is
 //      one; a chain of links of one type and site stops at its first link (a node with a
 //      child of its own kind that holds new bytes). Its children born
-//      since the first point are the entries (for a chain: the links).
+//      since the first point are the entries (for a chain: the links). Where no child holds
+//      80%, each child that is a container of its own (gains at half the steps or more, of a
+//      kind no other such child is) is a suspect of its own: several lists under one World.
 //   4. A sentence per suspect naming the holder, the container, the entries gained per
 //      repetition, what an entry keeps alive and the site that allocates entries; the root path
 //      to the container as a picture (export.h).
 //
-// Not suspects (reported as near misses with why): a holder that grows then stays flat (a cache
-// that plateaus), does not grow (a reused pool, a ring buffer), or loses in one step more than
-// an average step gains (a list grown then cleared).
+// Not suspects (reported as near misses with why): a holder that grows then stays flat for the
+// last third of the points (a cache that plateaus), does not grow (a reused pool, a ring
+// buffer), loses in one step more than an average step gains (a list grown then cleared), or
+// whose entries are mostly freed before the log ends (growth freed at the end).
 //
 // Costs: per point a seek and one pass over the live set (step 1); per dumped point the graph
 // and its dominator tree (graph_queries.h), one merge of its objects with the holders kept so
