@@ -1,7 +1,5 @@
 #include "output.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -9,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "heapman/logformat/private_file.h"
 #include "heapman/replay/replay.h"
 #include "json.h"
 
@@ -75,11 +74,7 @@ void writeOutput(const std::string& where, const std::string& text, bool private
   }
   FILE* f = std::fopen(where.c_str(), "wb");
   if (!f) failed(where, errno);
-  if (privateFile) {  // the program's memory: 0600, like the log it came from
-    struct stat st {};
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
-      fchmod(fileno(f), st.st_mode & 0600);
-  }
+  if (privateFile) log::keepPrivate(fileno(f));  // the program's memory, like the log
   errno = 0;
   bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
   int err = errno;

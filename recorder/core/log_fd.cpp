@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "heapman/logformat/private_file.h"
 #include "recorder.h"
 
 extern "C" int __close(int);  // glibc's close, exported under this name too: not our hook
@@ -86,7 +87,7 @@ bool reopenLog(const char* path, uint64_t offset) {
 bool openLog(char* path, size_t cap, bool exclusive) {
   int fd = -1;
   if (!exclusive) {
-    fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, kLogMode);
+    fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, log::kPrivateMode);
   } else {
     const size_t len = std::strlen(path);
     for (int k = 1; k < 10000; ++k) {
@@ -98,7 +99,7 @@ bool openLog(char* path, size_t cap, bool exclusive) {
           return false;
         }
       }
-      fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kLogMode);
+      fd = ::open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, log::kPrivateMode);
       if (fd >= 0 || errno != EEXIST) break;
     }
   }
@@ -111,8 +112,8 @@ bool openLog(char* path, size_t cap, bool exclusive) {
   if (fstat(fd, &st) == 0) {
     gDev = st.st_dev;
     gIno = st.st_ino;
-    // An existing file keeps no wider mode than a new one (a FIFO or a device is left alone).
-    if (S_ISREG(st.st_mode) && (st.st_mode & 07777 & ~kLogMode)) fchmod(fd, st.st_mode & kLogMode);
+    // A log holds the program's memory: an existing file keeps no wider mode than a new one.
+    log::keepPrivate(fd, st);
   }
   gLogFd.store(fd, std::memory_order_seq_cst);
   return true;

@@ -27,11 +27,6 @@
 
 namespace heapman::rec {
 
-// A log holds the program's memory (its RAM dumps: every live object's bytes), so it is private
-// like a core file: created 0600 whatever the umask, and an existing file it is written over
-// loses any wider permission.
-inline constexpr unsigned kLogMode = 0600;
-
 // Creates the log at `path` (capacity `cap` bytes). Exclusive: O_EXCL, and where the name is
 // taken, PATH.2, PATH.3, ... (the name used is written back into `path`); otherwise O_TRUNC.
 // Then moves it to a high number and makes it the log's descriptor. False (errno set) on failure.

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "heapman/logformat/private_file.h"
+
 namespace heaprec {
 
 std::string selfDir() {
@@ -108,7 +110,7 @@ FileId identify(const std::string& path) {
 std::string cannotWrite(const std::string& output) {
   bool existed = access(output.c_str(), F_OK) == 0;
   int fd = open(output.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK | (existed ? 0 : O_CREAT | O_EXCL),
-                0600);
+                heapman::log::kPrivateMode);
   if (fd >= 0) {
     close(fd);
     if (!existed) unlink(output.c_str());

@@ -17,16 +17,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "heapman/logformat/private_file.h"
 #include "heapman/logformat/ram_dump.h"
 #include "serial.h"
 
 namespace heapman::replay {
-
-namespace {
-// The index caches what the log holds, copies of RAM dump data included: private like the log
-// (0600, a core file's mode).
-constexpr mode_t kIndexMode = 0600;
-}  // namespace
 
 using namespace heapman::log;
 namespace fs = std::filesystem;
@@ -172,7 +167,7 @@ bool Replay::Index::openSpill(const std::string& target) {
   removeStaleSpills(t);
   std::string tmp = target + ".tmp." + std::to_string(::getpid());
   // O_NONBLOCK: a FIFO in the way fails (ENXIO) instead of blocking.
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, kIndexMode);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, kPrivateMode);  // it caches dump data
   if (fd < 0) return false;
   guardSpill(tmp);
   uint8_t zeros[kIndexHeaderBytes] = {};
@@ -538,7 +533,7 @@ bool Replay::writeIndexFile(const std::string& path, std::string* error) {
     if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
     removeStaleSpills(target);
     tmp = path + ".tmp." + std::to_string(::getpid());
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, kIndexMode);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, kPrivateMode);
     if (fd < 0) {
       *error = path + ": " + std::strerror(errno);
       return false;

@@ -1,7 +1,5 @@
 #include "heapman/map/png.h"
 
-#include <sys/stat.h>
-
 #include <png.h>
 
 #include <cerrno>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "heapman/logformat/private_file.h"
 #include "heapman/map/layout.h"
 
 namespace heapman::map {
@@ -76,11 +75,7 @@ void writePng(const std::string& path, const Image& img, int level, bool private
   std::vector<png_bytep> rows = rowsOf(img);
   bool toStdout = path == "-";
   FILE* f = toStdout ? stdout : std::fopen(path.c_str(), "wb");
-  if (f && privateFile) {
-    struct stat st {};
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
-      fchmod(fileno(f), st.st_mode & 0600);
-  }
+  if (f && privateFile) log::keepPrivate(fileno(f));
   std::string where = toStdout ? "standard output" : path;
   if (!f) throw MapError("writing " + where + " failed: " + std::strerror(errno));
   PngError err;
