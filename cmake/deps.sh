@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages HeapMan needs to build, test and run, skipping those already present.
 # Usage: cmake/deps.sh [build|test|bench]   (test adds what the test suite needs: clang for the
-# fuzzer; bench what bench/ records and compares with: sqlite3, heaptrack, w3m)
+# fuzzer; bench what bench/ records and compares with: sqlite3, heaptrack, w3m, gbrainy under Xvfb)
 set -euo pipefail
 
 packages=(
@@ -28,6 +28,8 @@ fi
 if [ "${1:-build}" = bench ]; then
   # Real programs without frame pointers to record (run_unwind_bench.sh), and the peer profiler
   packages+=(sqlite3 heaptrack w3m)
+  # a real GTK# game on mono-boehm, run under a virtual X server (run_recording_cost.sh)
+  packages+=(gbrainy xvfb xauth)
 fi
 
 missing=()
