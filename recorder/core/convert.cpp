@@ -240,11 +240,33 @@ uint32_t Writer::methodId(uint64_t handle) {
   return id;
 }
 
-uint32_t Writer::managedStack(RawEvent* e) {
+uint32_t Writer::internManaged(const uint64_t* in, uint32_t n) {
   uint64_t frames[kMaxFrames];
+  for (uint32_t i = 0; i < n; ++i) frames[i] = methodId(in[i]) | kManagedFrame;
+  return stacks_.intern(frames, n, *log_);
+}
+
+uint32_t Writer::managedStack(RawEvent* e) {
   const uint64_t* in = framesOf(e);
-  for (uint32_t i = 0; i < e->nframes; ++i) frames[i] = methodId(in[i]) | kManagedFrame;
-  return stacks_.intern(frames, e->nframes, *log_);
+  const uint32_t n = e->nframes;
+  ManagedCacheEntry* cached = nullptr;
+  uint64_t hash = 0;
+  if (n > 0 && n <= kManagedCacheFrames) {
+    if (managedCache_.empty()) managedCache_.resize(kManagedCacheSlots);
+    hash = XXH3_64bits(in, n * sizeof(uint64_t));
+    cached = &managedCache_[hash & (kManagedCacheSlots - 1)];
+    if (cached->n == n && cached->hash == hash &&
+        std::memcmp(cached->frames, in, n * sizeof(uint64_t)) == 0)
+      return cached->id;
+  }
+  uint32_t id = internManaged(in, n);
+  if (cached) {
+    cached->hash = hash;
+    cached->n = n;
+    cached->id = id;
+    std::memcpy(cached->frames, in, n * sizeof(uint64_t));
+  }
+  return id;
 }
 
 }  // namespace heapman::rec::writer
