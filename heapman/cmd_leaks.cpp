@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "heapman/leaks/leaks.h"
+#include "json.h"
 #include "session.h"
 
 namespace heapman::cli {
@@ -66,6 +67,132 @@ std::string fixed1(double v) {
   return b;
 }
 
+// The container column: its type and address (a root range as the container: its name).
+std::string containerText(const leaks::Suspect& sp) {
+  return (sp.containerType.empty() ? sp.holder : sp.containerType) + " at " +
+         graph::hexAddress(sp.containerAddress);
+}
+
+// `heapman leaks --json`: one document, its shape in docs/leaks.schema.json. Numbers are JSON
+// numbers, flags booleans, series arrays; every key appears once.
+std::string jsonArray(const std::vector<std::string>& items) {
+  std::string s = "[";
+  for (size_t i = 0; i < items.size(); ++i) s += (i ? "," : "") + items[i];
+  return s + "]";
+}
+
+std::string jsonNumbers(const std::vector<uint64_t>& v) {
+  std::vector<std::string> items;
+  for (uint64_t x : v) items.push_back(std::to_string(x));
+  return jsonArray(items);
+}
+
+std::string jsonStrings(const std::vector<std::string>& v) {
+  std::vector<std::string> items;
+  for (const std::string& x : v) items.push_back(jsonString(x));
+  return jsonArray(items);
+}
+
+std::string jsonDouble(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", v);
+  return b;
+}
+
+std::string growthJson(const std::vector<leaks::GrowthRow>& rows, bool site) {
+  std::vector<std::string> out;
+  for (const leaks::GrowthRow& row : rows) {
+    JsonObject o;
+    o.str(site ? "function" : "type", row.name);
+    if (site) o.str("module", row.module);
+    o.raw("bytes_per_step", std::to_string(row.trend.perStep))
+        .num("rises", row.trend.rises)
+        .num("steps", row.trend.steps)
+        .raw("bytes_at_points", jsonNumbers(row.bytes))
+        .raw("objects_at_points", jsonNumbers(row.objects));
+    out.push_back(o.str());
+  }
+  return jsonArray(out);
+}
+
+std::string leaksJson(const std::string& log, const leaks::LeaksResult& res, bool explain) {
+  JsonObject j;
+  j.str("query", "leaks").str("log", log);
+  j.raw("event", res.event.empty() ? "null" : jsonString(res.event));
+  j.str("chosen_as", res.chosenBecause);
+  j.num("dumped_points", res.dumpedPoints);
+  j.raw("note", res.graphNote.empty() ? "null" : jsonString(res.graphNote));
+  j.raw("warnings", jsonStrings(res.warnings));
+  std::vector<std::string> points;
+  for (const leaks::LeakPoint& p : res.points) {
+    JsonObject o;
+    o.str("point", p.name)
+        .raw("gc", p.gc ? std::to_string(p.gc) : "null")
+        .boolean("dumped", p.dumped)
+        .num("live_objects", p.liveObjects)
+        .num("live_bytes", p.liveBytes);
+    points.push_back(o.str());
+  }
+  j.raw("points", jsonArray(points));
+  std::vector<std::string> suspects;
+  for (size_t i = 0; i < res.suspects.size(); ++i) {
+    const leaks::Suspect& sp = res.suspects[i];
+    JsonObject o;
+    o.num("rank", i + 1)
+        .str("holder", sp.holder)
+        .str("holder_kind", sp.holderKind)
+        .str("holder_type", sp.holderType)
+        .str("holder_frame", sp.holderFrame)
+        .str("container", containerText(sp))
+        .str("container_type", sp.containerType)
+        .str("container_site", sp.containerSite)
+        .str("container_address", graph::hexAddress(sp.containerAddress))
+        .boolean("chain", sp.chain)
+        .num("bytes_per_step", static_cast<uint64_t>(sp.bytesPerStep))
+        .raw("entries_per_step", jsonDouble(sp.entriesPerStep))
+        .num("entries", sp.entries)
+        .str("entry_type", sp.entryType)
+        .str("entry_site", sp.entrySite)
+        .num("entry_keeps", sp.entryKeeps)
+        .raw("retained_at_points", jsonNumbers(sp.retained))
+        .raw("entry_sites_by_step", jsonStrings(sp.stepSites))
+        .str("sentence", sp.sentence);
+    suspects.push_back(o.str());
+  }
+  j.raw("suspects", jsonArray(suspects));
+  // The root paths, one row a step: root first, the container (or a root range's first entry)
+  // last; field: the offset of the word in the step before that points here (null: the root).
+  std::vector<std::string> path;
+  for (size_t i = 0; i < res.suspects.size(); ++i)
+    for (size_t k = 0; k < res.suspects[i].path.size(); ++k) {
+      const graph::PathStep& st = res.suspects[i].path[k];
+      bool object = st.node.kind == "object";
+      JsonObject o;
+      o.num("suspect", i + 1)
+          .num("step", k)
+          .str("node", object ? graph::hexAddress(st.node.address) : st.node.type)
+          .str("type", object ? st.node.type : st.node.heap)
+          .raw("field", st.offset < 0 ? "null" : std::to_string(st.offset))
+          .num("size", st.node.size)
+          .num("retained", st.node.retained)
+          .str("function", st.node.function);
+      path.push_back(o.str());
+    }
+  j.raw("paths", jsonArray(path));
+  j.raw("sites", growthJson(res.sites, true));
+  j.raw("types", growthJson(res.types, false));
+  if (explain) {
+    std::vector<std::string> dropped;
+    for (const leaks::NearMiss& m : res.nearMisses) {
+      JsonObject o;
+      o.str("near_miss", m.what).str("why", m.why);
+      dropped.push_back(o.str());
+    }
+    j.raw("dropped", jsonArray(dropped));
+  }
+  return j.str() + "\n";
+}
+
 int run(Session& s, const VerbOptions& vm) {
   leaks::LeaksRequest req;
   if (vm.count("at-each") && vm.count("gcs"))
@@ -105,7 +232,7 @@ int run(Session& s, const VerbOptions& vm) {
   for (size_t i = 0; i < res.suspects.size(); ++i) {
     const leaks::Suspect& sp = res.suspects[i];
     sus.add({num(i + 1), sp.holder, sp.holderType,
-             sp.containerType + " at " + graph::hexAddress(sp.containerAddress), sp.containerSite,
+             containerText(sp), sp.containerSite,
              num(static_cast<uint64_t>(sp.bytesPerStep)), fixed1(sp.entriesPerStep), sp.entryType,
              sp.entrySite, num(sp.entryKeeps), series(sp.retained), steps(sp.stepSites),
              sp.sentence});
@@ -167,7 +294,23 @@ int run(Session& s, const VerbOptions& vm) {
       writeOutput((dir / ("suspect-" + std::to_string(i + 1) + ".dot")).string(), out.str());
     }
   }
-  emit(r, outputOptions(vm));
+  OutputOptions o = outputOptions(vm);
+  std::string json;
+  std::swap(json, o.json);  // the leaks answer's own shape, not the tables'
+  if (json != "-" || o.csv == "-") {
+    emit(r, o);  // the text (unless CSV goes to stdout), and the CSV
+  } else {
+    // JSON on stdout: no text; warnings on stderr, the CSV to its file.
+    for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (!o.csv.empty()) {
+      const Table* t = &r.tables.front();
+      for (const Table& x : r.tables)
+        if (x.name == o.csvTable) t = &x;
+      writeOutput(o.csv, csvTable(*t), o.privateFiles);
+    }
+  }
+  if (!json.empty())
+    writeOutput(json, leaksJson(s.path, res, vm.count("explain") > 0), o.privateFiles);
   return kExitOk;
 }
 

@@ -113,21 +113,50 @@ const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
     out.push_back({m != t_.methods.end() ? m->second : "method#" + std::to_string(n.frame),
                    "[managed]", "", 0});
   } else {
-    if (jitRange(n.frame)) out = nativeFallback(n.frame);
-#ifdef HEAPMAN_HAVE_SYMBOLIZER
-    if (sym_ && out.empty()) {
-      const Symbolized& s = sym_->resolve(n.frame);
-      std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
-                            ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)
-                            : "";
-      for (const SourceFrame& f : s.frames)
-        out.push_back({f.function.empty() ? s.label() : f.function, mod, f.file, f.line});
-      if (out.empty()) out.push_back({s.label(), mod, "", 0});
-    }
-#endif
-    if (out.empty()) out = nativeFallback(n.frame);
+    out = nativeFrames(n.frame);
   }
   return cache_.emplace(nodeId, std::move(out)).first->second;
+}
+
+std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
+  std::vector<NamedFrame> out;
+  if (jitRange(address)) out = nativeFallback(address);
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  if (sym_ && out.empty()) {
+    const Symbolized& s = sym_->resolve(address);
+    std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
+                          ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)
+                          : "";
+    for (const SourceFrame& f : s.frames)
+      out.push_back({f.function.empty() ? s.label() : f.function, mod, f.file, f.line});
+    if (out.empty()) out.push_back({s.label(), mod, "", 0});
+  }
+#endif
+  if (out.empty()) out = nativeFallback(address);
+  return out;
+}
+
+std::vector<NamedFrame> FrameNamer::codeAt(uint64_t address) {
+  if (jitRange(address)) return nativeFallback(address);
+  std::vector<NamedFrame> out;
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  // Only what the symbol tables place in a function: a word that points into a module's data
+  // is no return address.
+  if (sym_)
+    for (const log::ModuleLoad& m : t_.modules)
+      if (address >= m.base && address - m.base < m.size) {
+        const Symbolized& s = sym_->resolve(address);
+        std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
+                              ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)
+                              : "";
+        for (const SourceFrame& f : s.frames)
+          if (!f.function.empty()) out.push_back({f.function, mod, f.file, f.line});
+        break;
+      }
+#else
+  (void)address;
+#endif
+  return out;
 }
 
 // ---- Regex, Exclusions ---------------------------------------------------------------------------

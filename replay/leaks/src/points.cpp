@@ -93,7 +93,9 @@ Trend classify(const std::vector<uint64_t>& series) {
     t.why = maxFall ? "only shrinks" : "the same at every point (reused, or of a fixed size)";
   } else if (net <= 0) {
     t.why = "grew at " + std::to_string(t.rises) + " of " + std::to_string(t.steps) +
-            " steps but lost it again (" + bytesText(-net) + " less at the end: cleared)";
+            " steps but lost it again (" +
+            (net == 0 ? std::string("back where it started") : bytesText(-net) + " less at the end") +
+            ": cleared)";
   } else if (maxFall > avgRise) {
     t.why = "lost " + std::to_string(maxFall) + " at step " + std::to_string(fallAt) +
             ", more than a step gains on average (" + std::to_string(avgRise) + "): cleared";
@@ -215,6 +217,23 @@ LeaksResult findLeaks(replay::Replay& r, replay::Attribution& a, const LeaksRequ
   out.points = leakPoints(r, s.store(), req, &out.event, &out.chosenBecause);
   out.warnings = replay::warnings(r);
   growthBySite(r, a, out.points, out, req.top);
+  // The last occurrence has no next one to bound its collection: when that collection finds
+  // less alive than the first point did, the program was already on its way out (a game back at
+  // its menu, its finalizers run, its session saved and dropped), and the point shows no state
+  // of a repetition: it is left out. (What grew and was freed then is still judged, as growth
+  // freed at the end.)
+  if (!out.event.empty() && out.points.size() > std::max<size_t>(req.minPoints, 2) &&
+      out.points.back().gc && out.points.back().liveBytes < out.points.front().liveBytes) {
+    const LeakPoint& last = out.points.back();
+    out.warnings.push_back(last.name + " left out: its collection (gc:" + std::to_string(last.gc) +
+                           ") finds " + std::to_string(last.liveBytes) +
+                           " bytes alive, less than the first point's " +
+                           std::to_string(out.points.front().liveBytes) +
+                           ": the program was on its way out");
+    out.points.pop_back();
+    out.sites.clear(), out.types.clear(), out.nearMisses.clear();
+    growthBySite(r, a, out.points, out, req.top);
+  }
   growingContainers(s, a, out.points, req, out);
   return out;
 }

@@ -2,8 +2,11 @@
 // roots), the accumulation point under each, its entries, root path and sentence.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
+#include <span>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "heapman/graph/export.h"
 #include "heapman/graph/paths.h"
@@ -37,6 +40,8 @@ struct Slot {
   std::vector<uint64_t> retained;  // of the object it points to, at each point (0: none)
   uint32_t node = kNoNode;         // its target at the last point
   bool stack = false;              // a thread's stack as a whole (label "thread 2 (ai) stack")
+  bool range = false;              // a root range (its group of one label) as a whole
+  log::RootSource source = log::RootSource::kStaticData;  // a range's
   size_t seen = 0;                 // a stack: the points it was found at, in a row
 };
 
@@ -133,12 +138,15 @@ struct Namer {
 // list's dominator at that point, and the static's retained size would dip for no reason.
 // Objects only transient roots reach keep their edges (they still get a dominator).
 //
-// The thread stacks count as one holder: the first stack root (`stacks`, kNoNode for none) takes
-// the super-root's edges to the others, so that what only stacks keep is dominated by it even
-// when two threads' stacks point to it (a worker's local list that the main thread's stack
-// also points into).
+// Root ranges of one group count as one holder: each root's `leader` (itself, or the group's
+// first root) takes the super-root's edges to the others, so that what only the group keeps is
+// dominated by the leader. The thread stacks are one group (a worker's local list that the main
+// thread's stack also points into is theirs); so are the ranges of one table (Mono registers its
+// string intern table's keys and values as two ranges of one label, both pointing to every
+// interned string).
 graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint8_t>& strongRoot,
-                                      uint32_t stacks, std::vector<uint8_t>& steady) {
+                                      const std::vector<uint32_t>& leader,
+                                      std::vector<uint8_t>& steady) {
   const uint32_t n = g.nodeCount();
   steady.assign(n, 0);  // reached from a strong root
   std::vector<uint32_t> queue;
@@ -148,24 +156,62 @@ graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint
   for (size_t i = 0; i < queue.size(); ++i)
     for (uint32_t t : g.out(queue[i]))
       if (!steady[t]) steady[t] = 1, queue.push_back(t);
+  std::vector<std::vector<uint32_t>> followers(leader.size());
+  for (uint32_t root = 1; root < leader.size(); ++root)
+    if (leader[root] != root) followers[leader[root]].push_back(root);
+  auto follower = [&](uint32_t t) { return g.isRoot(t) && leader[t] != t; };
   std::vector<uint32_t> offsets(n + 1, 0), targets;
   targets.reserve(g.targets().size());
-  auto otherStack = [&](uint32_t t) {
-    return stacks != kNoNode && t != stacks && g.isRoot(t) && !strongRoot[t] &&
-           stackRoot(g.root(t).source);
-  };
   for (uint32_t u = 0; u < n; ++u) {
     for (uint32_t t : g.out(u))
-      if ((u == 0 && !otherStack(t)) || (u != 0 && (steady[u] || !steady[t])))
+      if ((u == 0 && !follower(t)) || (u != 0 && (steady[u] || !steady[t])))
         targets.push_back(t);
-    if (u == stacks)
-      for (uint32_t t : g.out(0))
-        if (otherStack(t)) targets.push_back(t);
+    if (u < followers.size())
+      for (uint32_t t : followers[u]) targets.push_back(t);
     offsets[u + 1] = static_cast<uint32_t>(targets.size());
   }
   std::vector<uint64_t> sizes(n, 0);
   for (uint32_t v = g.firstObject(); v < n; ++v) sizes[v] = g.size(v);
   return graph::dominators(offsets, targets, 0, sizes);
+}
+
+// The function whose frame holds the word at `offset` of a thread's stack (root `root`): stacks
+// grow down, so the first return address below the word is the one into that function (pushed
+// by the call it was making). A word in a runtime frame (the collector's or Mono's, named by the
+// leaf exclusions: a callee-saved register spilled there) belongs to the program's frame that
+// called into the runtime: the first program function among the return addresses above it.
+// "" when none is found within 64 KiB.
+std::string frameHolding(const HeapGraph& g, uint32_t root, uint64_t offset,
+                         replay::Attribution& a) {
+  std::span<const uint8_t> b = g.bytes(root);
+  constexpr uint64_t kReach = 64 * 1024;
+  auto function = [&](uint64_t off, bool* runtime) -> std::string {
+    uint64_t w;
+    std::memcpy(&w, b.data() + off, 8);
+    std::vector<replay::NamedFrame> fs = a.namer().codeAt(w);
+    if (fs.empty()) return {};
+    const replay::NamedFrame& f = fs.back();  // the function itself, not what it inlined
+    // The runtime: what the leaf exclusions name, and on Mono the class library and wrappers
+    // (a thread blocked in Monitor.Wait holds its caller's locals in registers spilled there).
+    *runtime = a.exclusions().excluded(f) || f.function.rfind("System.", 0) == 0 ||
+               f.function.rfind("Mono.", 0) == 0 || f.function.rfind("(wrapper", 0) == 0;
+    return f.function;
+  };
+  const uint64_t first = (8 - (g.address(root) & 7)) & 7;
+  for (uint64_t off = offset; off >= first + 8 && offset - off < kReach;) {
+    off -= 8;
+    bool runtime = false;
+    std::string f = function(off, &runtime);
+    if (f.empty()) continue;
+    if (!runtime) return f;
+    break;
+  }
+  for (uint64_t off = offset + 8; off + 8 <= b.size() && off - offset < kReach; off += 8) {
+    bool runtime = false;
+    std::string f = function(off, &runtime);
+    if (!f.empty() && !runtime) return f;
+  }
+  return {};
 }
 
 }  // namespace
@@ -195,10 +241,13 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   Persistent per;
   StaticNames statics(r.tables().modules);
   std::unordered_map<uint64_t, size_t> slotIndex;
+  std::unordered_map<std::string, size_t> rangeIndex;  // root ranges as holders, by label
   std::vector<Slot> slots;
   std::vector<uint64_t> birthLast;  // per node at the last point
 
   graph::DominatorTree domLast;
+  std::vector<uint32_t> leaderLast;  // the root groups at the last point
+  uint32_t stacksLast = kNoNode;
   for (size_t j = 0; j < k; ++j) {
     const HeapGraph& g = s.at(dumped[j]->limit);
     std::vector<uint8_t> strong(g.rootCount() + 1, 0);
@@ -211,11 +260,24 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         strong[root] = f.module.empty() || !a.exclusions().excluded(f);
       }
     }
+    // Groups of roots (steadyDominators): the thread stacks; the strong ranges of one source and
+    // label.
+    std::vector<uint32_t> leader(g.rootCount() + 1, 0);
+    std::map<std::pair<int, std::string>, uint32_t> groups;
     uint32_t stacks = kNoNode;
-    for (uint32_t root = 1; root <= g.rootCount() && stacks == kNoNode; ++root)
-      if (stackRoot(g.root(root).source)) stacks = root;
+    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
+      const graph::RootNode& rn = g.root(root);
+      leader[root] = root;
+      if (stackRoot(rn.source)) {
+        if (stacks == kNoNode) stacks = root;
+        leader[root] = stacks;
+      } else if (strong[root]) {
+        leader[root] =
+            groups.emplace(std::make_pair(static_cast<int>(rn.source), rn.label), root).first->second;
+      }
+    }
     std::vector<uint8_t> steady;
-    graph::DominatorTree dom = steadyDominators(g, strong, stacks, steady);
+    graph::DominatorTree dom = steadyDominators(g, strong, leader, steady);
     r.seek(dumped[j]->limit);
     const replay::LiveSet& live = r.live();
     const uint32_t first = g.firstObject(), n = g.nodeCount();
@@ -254,6 +316,28 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     for (uint32_t root = 1; root <= g.rootCount(); ++root) {
       if (stackRoot(g.root(root).source)) continue;  // below, as one holder
       if (!strong[root]) continue;  // the runtime's own statics
+      const log::RootSource source = g.root(root).source;
+      if (leader[root] == root && source != log::RootSource::kStaticData &&
+          source != log::RootSource::kMonoStatic) {
+        // A root range of the runtime as a whole is a holder too: a table whose every word is
+        // filled once and then kept (a GC handle a level, an interned string a level, the
+        // finalization queue) grows though none of its words does. Keyed by its group (source
+        // and label). The program's statics are judged word by word (each a named holder).
+        const std::string label = rootKindText(g.root(root));
+        auto it = rangeIndex.find(label);
+        if (it == rangeIndex.end()) {
+          it = rangeIndex.emplace(label, slots.size()).first;
+          Slot sl;
+          sl.range = true;
+          sl.label = label;
+          sl.source = g.root(root).source;
+          sl.retained.assign(k, 0);
+          slots.push_back(std::move(sl));
+        }
+        Slot& sl = slots[it->second];
+        sl.retained[j] = dom.retained[root];
+        if (j + 1 == k) sl.node = root;
+      }
       graph::forEachPointer(g, root, [&](uint64_t off, uint64_t, uint32_t target) {
         uint64_t key = g.address(root) + off;
         auto [it, added] = slotIndex.emplace(key, slots.size());
@@ -304,8 +388,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
             if (steady[v] || dom.idom[v] == UINT32_MAX) continue;
             uint32_t u = v;
             while (!under[u]) {
-              if (u == stacks || u == 0 || u < first) {
-                under[u] = u == stacks ? 1 : 2;
+              if (u < first) {  // the super-root or a root: a stack's is the stacks' own
+                under[u] = u != 0 && leader[u] == stacks ? 1 : 2;
                 break;
               }
               walk.push_back(u);
@@ -325,6 +409,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       birthLast.assign(n, 0);
       for (uint32_t v = first; v < n; ++v) birthLast[v] = birthOf(v);
       domLast = std::move(dom);
+      leaderLast = leader;
+      stacksLast = stacks;
     }
   }
 
@@ -383,6 +469,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     std::vector<uint64_t> retained, degree;
     std::string slot;  // the static (or stack) word that holds it, when it was found that way
     bool stack = false;  // that word is a thread stack's (a static's is preferred)
+    bool range = false;  // a root range as a whole (a word of it, a static, is preferred)
+    log::RootSource source = log::RootSource::kStaticData;  // a range's
   };
   std::unordered_map<uint32_t, Holder> growing;
   struct Miss {
@@ -398,7 +486,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     return b;
   };
   auto consider = [&](uint32_t node, std::vector<uint64_t> ret, std::vector<uint64_t> deg,
-                      const std::string& slot, bool stack) {
+                      const std::string& slot, const Slot* from) {
+    const bool stack = from && from->stack;
     Trend tr = classify(ret), td = deg.empty() ? Trend{} : classify(deg);
     if (!tr.grows && !td.grows) {
       if (uint64_t b = bestStep(ret); b > 0)
@@ -420,6 +509,8 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       if (!deg.empty()) h.degree = std::move(deg);
       h.slot = betterSlot || keepSlot.empty() ? slot : keepSlot;
       h.stack = betterSlot || keepSlot.empty() ? stack : keepStack;
+      h.range = from && from->range;
+      if (h.range) h.source = from->source;
     }
   };
   for (size_t i = 0; i < per.address.size(); ++i) {
@@ -427,28 +518,37 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     uint32_t v = per.node[i];
     std::vector<uint64_t> ret(per.retained.begin() + i * k, per.retained.begin() + (i + 1) * k);
     std::vector<uint64_t> deg(per.degree.begin() + i * k, per.degree.begin() + (i + 1) * k);
-    consider(v, std::move(ret), std::move(deg), "", false);
+    consider(v, std::move(ret), std::move(deg), "", nullptr);
   }
+  std::unordered_set<uint32_t> steadyWord;  // targets of static words judged not to grow
   for (const Slot& sl : slots) {
     if (sl.node == kNoNode || (sl.stack && sl.seen != k)) continue;
-    std::string where = sl.stack            ? sl.label
+    if (!sl.stack && !sl.range && !classify(sl.retained).grows) steadyWord.insert(sl.node);
+    std::string where = sl.stack || sl.range ? sl.label
                         : sl.symbol.empty()   ? sl.label + " +" + hexAddress(sl.offset)
                         : sl.module.empty() ? "static " + sl.symbol
                                             : "static " + sl.symbol + " (" + sl.module + ")";
-    consider(sl.node, sl.retained, {}, where, sl.stack);
+    consider(sl.node, sl.retained, {}, where, &sl);
   }
 
-  // A holder is dropped when a growing holder it dominates has most (80%) of its growth.
+  // A holder is dropped when a growing holder it dominates has most (80%) of its growth; a root
+  // range as a whole also when the growing holders below it (its words' lists: a static block
+  // with two growing fields) have most of it together: the range is a holder for what grows
+  // through none of its words alone.
   std::vector<uint32_t> nearest(n, kNoNode);  // nearest growing proper ancestor
   std::unordered_map<uint32_t, uint32_t> explainedBy;
+  std::unordered_map<uint32_t, int64_t> grownBelow;  // a range's: its nearest growing holders'
   for (size_t i = 1; i < pre.size(); ++i) {
     uint32_t v = pre[i], p = dom.idom[v];
     nearest[v] = growing.count(p) ? p : nearest[p];
     if (growing.count(v) && nearest[v] != kNoNode) {
       const Holder& up = growing[nearest[v]];
       if (growing[v].growth * 5 >= up.growth * 4) explainedBy[nearest[v]] = v;
+      if (up.range) grownBelow[nearest[v]] += growing[v].growth;
     }
   }
+  for (const auto& [node, below] : grownBelow)
+    if (below * 5 >= growing[node].growth * 4) explainedBy.emplace(node, node);
 
   std::vector<Suspect> found;
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> foundEntries;  // per suspect
@@ -515,6 +615,10 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         for (size_t j = i + 1; j < split.size(); ++j)
           if (name.sameKind(split[i], split[j])) split.clear();
       // The thread stacks hold their one container among the frames' scratch.
+      // Under a root range, a child a word of it holds is judged by that word: one that does
+      // not grow (a list cleared now and then) is no part, however the range's sum grows.
+      if (h.range)
+        std::erase_if(split, [&](uint32_t v) { return steadyWord.count(v) > 0; });
       if (split.size() >= 2 || (split.size() == 1 && !g.isObject(at)))
         for (uint32_t v : split) {
           bool ch = false;
@@ -527,12 +631,21 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       const uint32_t cur = part.cur;
       const bool chain = part.chain;
       Suspect sp;
-      sp.holderKind = h.slot.empty() ? "object" : h.stack ? "stack" : "static";
-      sp.holderType = name.type(node);
+      sp.holderKind = h.slot.empty() ? "object" : h.stack ? "stack" : h.range ? "root" : "static";
+      // An object only the thread stacks keep (a loop's local list, found as a holder of its
+      // own), where the stacks grew as a holder too: the stacks hold it. (Kept by a stack at the
+      // last point only, it is no stack's: a list a static dropped, still in a local.)
+      if (h.slot.empty() && stacksLast != kNoNode && growing.count(stacksLast)) {
+        uint32_t u = node;
+        while (u >= g.firstObject() && dom.idom[u] != UINT32_MAX) u = dom.idom[u];
+        if (u != 0 && u < g.firstObject() && leaderLast[u] == stacksLast) sp.holderKind = "stack";
+      }
+      sp.holderSource = h.range ? h.source : log::RootSource::kStaticData;
+      sp.holderType = g.isObject(node) ? name.type(node) : "";
       sp.holderSite = name.function(node);
       sp.holderAddress = g.address(node);
       sp.holder = h.slot.empty() ? sp.holderType + " at " + hexAddress(sp.holderAddress) : h.slot;
-      sp.containerType = name.type(cur);
+      sp.containerType = g.isObject(cur) ? name.type(cur) : "";
       sp.containerSite = name.function(cur);
       sp.containerAddress = g.address(cur);
       sp.chain = chain;
@@ -562,6 +675,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
             }
           v = next;
         }
+      } else if (!g.isObject(cur)) {
+        // A root range (group) as the container: what it alone keeps, born since the first point.
+        for (uint32_t c = childStart[cur]; c < childStart[cur + 1]; ++c)
+          if (g.isObject(children[c]) && birthLast[children[c]] >= firstLimit)
+            entries.push_back(children[c]);
       } else {
         // What it points to, born since the first point (a shared entry is still an entry).
         for (uint32_t v : g.out(cur))
@@ -599,6 +717,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         });
       }
       sp.entries = entries.size();
+      // A root range (or the stacks) as the container: the path goes on to its first entry.
+      sp.pathAddress = g.isObject(cur) || entries.empty() ? sp.containerAddress
+                                                          : g.address(entries.front());
       sp.entriesPerStep = static_cast<double>(entries.size()) / steps;
       struct Kept {
         uint64_t bytes = 0, objects = 0;
@@ -680,7 +801,11 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       for (uint32_t e : entries) held.emplace_back(g.address(e), birthLast[e]);
       auto dup = byContainer.find(cur);
       if (dup != byContainer.end()) {
-        if (found[dup->second].bytesPerStep >= sp.bytesPerStep) continue;
+        // Found through a word and through its range as a whole: the word names it better.
+        const bool rangeOld = found[dup->second].holderKind == "root",
+                   rangeNew = sp.holderKind == "root";
+        if (rangeNew && !rangeOld) continue;
+        if (rangeOld == rangeNew && found[dup->second].bytesPerStep >= sp.bytesPerStep) continue;
         found[dup->second] = std::move(sp);
         foundEntries[dup->second] = std::move(held);
       } else {
@@ -693,7 +818,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   // Growth freed at the end is no leak (a session recording saved, then dropped, when the game
   // is over): where the log goes on after the last point, a suspect most (over half) of whose
   // entries are freed by its end is a near miss. A program that exits holding them keeps them;
-  // so does a thread's stack (what it keeps goes when the thread ends, at shutdown too).
+  // so does a thread's stack (what it keeps goes when the thread ends, at shutdown too), and the
+  // finalization queue (what waits there is garbage the program dropped, kept while no finalizer
+  // runs: that they run at shutdown does not make the wait any shorter).
   if (!found.empty() && r.resolve("end") > dumped.back()->limit) {
     r.seek(r.resolve("end"));
     const replay::LiveSet& live = r.live();
@@ -704,7 +831,10 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         auto lo = live.find(address);
         if (!lo || lo->birthSeq() != birth) ++gone;
       }
-      if (found[i].holderKind != "stack" && gone * 2 > foundEntries[i].size()) {
+      const bool keeps = found[i].holderKind == "stack" ||
+                         (found[i].holderKind == "root" &&
+                          found[i].holderSource == log::RootSource::kFinalizeQueue);
+      if (!keeps && gone * 2 > foundEntries[i].size()) {
         out.nearMisses.push_back(
             {"holder " + found[i].holder + " -> " + found[i].containerType,
              "grew at every point, but " + std::to_string(gone) + " of its " +
@@ -725,46 +855,80 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   const std::string per1 = out.event.empty() ? std::string("collection") : out.event;
   for (Suspect& sp : found) {
     graph::PathsRequest pr;
-    pr.address = sp.containerAddress;
+    pr.address = sp.pathAddress;
     pr.maxPaths = 1;
     pr.maxNodes = req.pathNodes;
-    if (uint32_t cn = g.objectAt(sp.containerAddress, false); cn != kNoNode && g.isObject(cn)) {
+    if (uint32_t cn = g.objectAt(sp.pathAddress, false); cn != kNoNode && g.isObject(cn)) {
       graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
       if (!paths.paths.empty()) sp.path = paths.paths.front();
       sp.picture = std::move(paths.picture);
     }
-    // The thread stacks: named by the stack the path starts at ("thread 2 (ai) stack").
+    // One size: the path's retained sizes from the dominator tree the holders are judged by
+    // (without transient references), so that the holder's step shows the last of its
+    // retained sizes at the points.
+    for (graph::PathStep& st : sp.path)
+      if (uint32_t v = st.node.node; v < n && dom.idom[v] != UINT32_MAX)
+        st.node.retained = dom.retained[v];
+    // The thread stacks: named by the stack the path starts at and the frame that holds the
+    // word ("thread 2 (ai) frame ai_worker_loop").
     if (sp.holderKind == "stack" && !sp.path.empty() && sp.path.front().node.kind == "root") {
       sp.holder = sp.path.front().node.type;
-      sp.holderType = "";
+      const uint32_t root = sp.path.front().node.node;
+      if (root < n && g.isRoot(root) && sp.path.size() > 1 && sp.path[1].offset >= 0) {
+        sp.holderFrame = frameHolding(g, root, static_cast<uint64_t>(sp.path[1].offset), a);
+        const std::string tail = " stack";
+        if (!sp.holderFrame.empty()) {
+          if (sp.holder.size() > tail.size() &&
+              sp.holder.compare(sp.holder.size() - tail.size(), tail.size(), tail) == 0)
+            sp.holder.resize(sp.holder.size() - tail.size());
+          sp.holder += " frame " + sp.holderFrame;
+        }
+      }
     }
     sp.picture.title =
         "leak suspect: " + sp.containerType + " at " + hexAddress(sp.containerAddress);
-    std::string text = sp.holder;
-    std::string container = (sp.chain ? "a linked list of " : "") + sp.containerType;
-    if (!sp.containerSite.empty()) container += " (allocated by " + sp.containerSite + ")";
-    if (sp.holderKind == "static" || sp.holderKind == "stack") {
-      text += " holds ";
+    // Untyped objects (native blocks on bdwgc, "(gc)") are named by the function that made them.
+    auto untyped = [](const std::string& type) { return type.empty() || type[0] == '('; };
+    std::string container;
+    if (untyped(sp.containerType))
+      container = (sp.chain ? "a linked list of blocks" : "a block") +
+                  (sp.containerSite.empty() ? std::string() : " allocated by " + sp.containerSite);
+    else
+      container = (sp.chain ? "a linked list of " : "") + sp.containerType +
+                  (sp.containerSite.empty() ? std::string() : " (allocated by " + sp.containerSite + ")");
+    std::string text;
+    if (sp.holderAddress == sp.containerAddress && sp.holderType.empty()) {
+      text = sp.holder;  // a root range or the stacks: its words are the entries
+    } else if (sp.holderKind != "object") {
+      text = sp.holder + " holds ";
       if (sp.holderAddress != sp.containerAddress && !sp.holderType.empty())
-        text += sp.holderType + " -> ";
+        text += (untyped(sp.holderType) ? "a block" : sp.holderType) + " -> ";
       text += container;
     } else if (sp.holderAddress == sp.containerAddress) {
-      text = sp.containerType + " at " + hexAddress(sp.containerAddress);
-      if (!sp.containerSite.empty()) text += " (allocated by " + sp.containerSite + ")";
+      text = container + " at " + hexAddress(sp.containerAddress);
     } else {
-      text += " holds " + container;
+      text = sp.holder + " holds " + container;
     }
     double e = sp.entriesPerStep;
-    text += " that gains " + countText(e) + (std::fabs(e - 1) < 0.05 ? " entry" : " entries") +
+    text += (text.find(" holds ") != std::string::npos ? ", which gains " : " gains ") + countText(e) + (std::fabs(e - 1) < 0.05 ? " entry" : " entries") +
             " per " + per1 + " (" + sizeText(static_cast<uint64_t>(sp.bytesPerStep)) + ")";
     if (!sp.entryType.empty()) {
       // "each entry (System.Action) keeps a Game.Level and 50 Game.Enemy (12 KiB in all) alive"
-      bool bare = sp.entryType.rfind('(', 0) == 0;  // "(gc)": already in parentheses
-      text += "; each " + std::string(sp.chain ? "link" : "entry") + " " +
-              (bare ? sp.entryType : "(" + sp.entryType + ")") + " keeps ";
-      std::string what = sp.keptMain.empty() ? "" : "a " + sp.keptMain;
-      std::string more = sp.keptType.empty() ? ""
-                                             : std::to_string(sp.keptCount) + " " + sp.keptType;
+      text += "; each " + std::string(sp.chain ? "link" : "entry");
+      if (!untyped(sp.entryType)) text += " (" + sp.entryType + ")";
+      text += " keeps ";
+      std::string what, more;
+      if (!sp.keptMain.empty()) {
+        size_t from = sp.keptMain.find(" from ");
+        what = untyped(sp.keptMain)
+                   ? "a block" + (from == std::string::npos
+                                      ? std::string()
+                                      : " allocated by " + sp.keptMain.substr(from + 6))
+                   : "a " + sp.keptMain;
+      }
+      if (!sp.keptType.empty() && sp.keptCount > 0)
+        more = std::to_string(sp.keptCount) + " " +
+               (untyped(sp.keptType) ? (sp.keptCount == 1 ? "block" : "blocks") : sp.keptType);
       if (!what.empty() && !more.empty())
         text += what + " and " + more + " (" + sizeText(sp.entryKeeps) + " in all)";
       else if (!what.empty() || !more.empty())

@@ -312,6 +312,15 @@ TEST_CASE("heapman leaks: outputs and bad input", "[leaks][cli]") {
   CHECK(text.find("remember_level") != std::string::npos);
   // valid JSON (the "rises" column, "2/3", was once written as a bare number)
   CHECK(sh("python3 -c 'import json, sys; json.load(open(sys.argv[1]))' '" + json + "'", text) == 0);
+  // It validates against docs/leaks.schema.json (numbers as numbers, booleans as booleans, no
+  // key twice), and each suspect's path retains what its retained_at_points end with.
+  CHECK(sh("python3 '" LEAKS_CHECK_JSON "' '" LEAKS_SCHEMA "' '" + json + "'", text) == 0);
+  INFO(text);
+  CHECK(text.find(" 0 problems") != std::string::npos);
+  REQUIRE(sh("cat '" + json + "'", text) == 0);
+  CHECK(text.find("\"dumped_points\":6,") != std::string::npos);
+  CHECK(text.find("\"dumped\":true") != std::string::npos);
+  CHECK(text.find("\"suspect_1\"") == std::string::npos);
   if (std::string(LEAKS_DOT).size()) {
     REQUIRE(sh("'" + std::string(LEAKS_DOT) + "' -Tsvg '" + dotDir + "/suspect-1.dot' -o /dev/null",
                text) == 0);

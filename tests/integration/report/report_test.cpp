@@ -233,7 +233,7 @@ void checkLeaksAndMaps(const std::string& log, const std::string& page) {
   // Paths by suspect rank, as the page words a step.
   std::map<std::string, std::vector<std::string>> paths;
   std::regex stepRe(
-      R"re(\{"suspect":(\d+),"step":\d+,"node":"((?:[^"\\]|\\.)*)","type":"((?:[^"\\]|\\.)*)","field":"?(\d*)"?,"size":(\d+),"retained":(\d+),"function":"((?:[^"\\]|\\.)*)"\})re");
+      R"re(\{"suspect":(\d+),"step":\d+,"node":"((?:[^"\\]|\\.)*)","type":"((?:[^"\\]|\\.)*)","field":(?:null|"?(\d*)"?),"size":(\d+),"retained":(\d+),"function":"((?:[^"\\]|\\.)*)"\})re");
   for (auto it = std::sregex_iterator(out.begin(), out.end(), stepRe); it != std::sregex_iterator();
        ++it) {
     const std::smatch& m = *it;

@@ -52,6 +52,9 @@ class FrameNamer {
   void prepare(const std::vector<uint32_t>& stackIds);
   // The source frames of one stack node, innermost first; at least one.
   const std::vector<NamedFrame>& frames(uint32_t nodeId);
+  // The source frames of a code address (a return address found in a thread's stack), innermost
+  // first; empty when no module or JIT range holds it.
+  std::vector<NamedFrame> codeAt(uint64_t address);
   bool symbolizing() const;
 
  private:
@@ -59,6 +62,7 @@ class FrameNamer {
   std::unique_ptr<Symbolizer> sym_;
   std::unordered_map<uint32_t, std::vector<NamedFrame>> cache_;
   std::vector<NamedFrame> nativeFallback(uint64_t address) const;
+  std::vector<NamedFrame> nativeFrames(uint64_t address);
   const log::JitRange* jitRange(uint64_t address) const;
   std::vector<std::pair<uint64_t, size_t>> jitByStart_;  // (code start, index in jitRanges)
 };

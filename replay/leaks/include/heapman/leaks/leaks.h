@@ -93,8 +93,12 @@ struct GrowthRow {
 struct Suspect {
   // Who holds it: "static data of gc_leaks (+0x40)" / "Game.Corpus (object 0x...)".
   std::string holder;
-  std::string holderKind;   // "static", "object"
+  std::string holderKind;   // "static", "object", "stack" (the thread stacks), "root" (a root
+                            // range as a whole: the GC handles, an intern table, the
+                            // finalization queue)
+  log::RootSource holderSource = log::RootSource::kStaticData;  // "root": the range's
   std::string holderType, holderSite;
+  std::string holderFrame;  // "stack": the function whose frame holds the path's first word
   uint64_t holderAddress = 0;
   // The accumulation point: the object where the growth collects.
   std::string containerType, containerSite;
@@ -115,7 +119,9 @@ struct Suspect {
                                    // untyped: "(gc) from make_level"
   std::string keptType;            // the type an entry keeps most objects of, besides itself
   uint64_t keptCount = 0;          // objects of it per entry (rounded)
-  std::vector<graph::PathStep> path;  // root first, container last
+  uint64_t pathAddress = 0;        // where the path leads: the container, or when that is a
+                                   // root range (or the stacks) its first entry
+  std::vector<graph::PathStep> path;  // root first, container (or that entry) last
   graph::ExportGraph picture;
   std::string sentence;
 };
