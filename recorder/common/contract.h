@@ -26,6 +26,10 @@ inline constexpr char kMonoMalloc[] = "HEAPMAN_MONO_MALLOC";      // --mono-mall
 inline constexpr char kRingMb[] = "HEAPMAN_RING_MB";          // ring size per thread, MiB
 inline constexpr char kStats[] = "HEAPMAN_STATS";             // the recorder's costs, at exit
 inline constexpr char kMonoAllMethods[] = "HEAPMAN_MONO_ALL_METHODS";  // shadow every method
+// Managed stacks by walking instead of the shadow stack: "fast" (the fast walk, the runtime's
+// where it cannot prove its result) or "check" (both at every allocation, compared; the
+// runtime's recorded). Counts at exit.
+inline constexpr char kMonoWalk[] = "HEAPMAN_MONO_WALK";
 
 // Limits of the numeric options, inclusive.
 inline constexpr uint32_t kMaxDepth = 256;

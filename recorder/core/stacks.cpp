@@ -17,6 +17,8 @@
 
 namespace heapman::rec {
 
+FrameRule (*g_jitRule)(uintptr_t ret) = nullptr;
+
 namespace {
 // What a walk depends on besides its start and the words it reads, as a number that changes
 // when they do (StackMemo::frameless): the frameless modules and the entry return addresses
@@ -356,10 +358,15 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
           goto done;
         }
       }
-      if (ret - flLow >= flSpan) break;
+      FrameRule rule;
+      if (ret - flLow < flSpan) {
+        rule = frameRule(ret);
+      } else {
+        auto* jit = g_jitRule;
+        if (!jit || (rule = jit(ret)).kind == FrameRule::kFramePointer) break;
+      }
       // Tests in order of likelihood, not a switch: its jump table's indirect branch was
       // mispredicted often enough to cost a quarter of the walk's time (perf, sqlite3).
-      FrameRule rule = frameRule(ret);
       if (rule.kind == FrameRule::kRsp || rule.kind == FrameRule::kRbp) {
         uintptr_t cfa = (rule.kind == FrameRule::kRsp ? sp : fp) + rule.cfaOffset;
         // Everything read lies between sp and the CFA: no bound depends on where the walk

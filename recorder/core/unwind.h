@@ -34,6 +34,11 @@ struct FrameRule {
   uint32_t cfaOffset = 0;  // bytes, a multiple of 8
 };
 
+// Rules for code outside every module (a JIT's): set at start-up by a runtime's layer that knows
+// its code (hooks/mono/walk.cpp), read by captureStack for a return address outside the
+// frameless modules; kFramePointer where it knows nothing. Null: frame pointers there.
+extern FrameRule (*g_jitRule)(uintptr_t ret);
+
 // The cache: 2^14 words (128 KiB, touched only where used), two ways (the home slot h and
 // h ^ 1). A word holds the rule and enough of the return address to tell it apart from every
 // other that can land there:

@@ -222,7 +222,9 @@ __attribute__((noinline)) uint64_t variableSize(const CachedClass& cached, MonoO
 __attribute__((noinline)) RawEvent* beginAllocationWithFrames(Ring* r, LastStack& last,
                                                               uint32_t changes) {
   uint64_t frames[kMaxFrames];
-  uint32_t n = g_stacks ? managedFrames(frames, g.depth) : 0;
+  uint32_t n = !g_stacks                      ? 0
+               : g_walk == WalkMode::kShadow ? managedFrames(frames, g.depth)
+                                             : walkManagedFrames(frames, g.depth);
   RawEvent* e = beginWithFrames(r, Kind::kAlloc, static_cast<uint8_t>(HeapKind::kManaged), frames,
                                 n, 0, kManagedFrames);
   if (e) last = {r, changes, r->slotChanges, stackSlotOf(e->flags)};
@@ -239,6 +241,15 @@ void onJitDone(MonoProfiler*, MonoMethod* method, MonoJitInfo* ji) {
   uint64_t start = ji ? reinterpret_cast<uint64_t>(m.mono_jit_info_get_code_start(ji)) : 0;
   uint64_t size = ji ? static_cast<uint64_t>(m.mono_jit_info_get_code_size(ji)) : 0;
   emitNamed(Kind::kMethodDef, reinterpret_cast<uint64_t>(method), start, size, name);
+  // What the runtime's walk calls not managed: wrappers, and the code of internal calls and
+  // P/Invoke methods (METHOD_ATTRIBUTE_PINVOKE_IMPL 0x2000; METHOD_IMPL_ATTRIBUTE_INTERNAL_CALL
+  // 0x1000, ECMA-335 II.23.1.10-11), which is a managed-to-native wrapper under their name.
+  uint32_t implFlags = 0;
+  uint32_t flags = g_walk != WalkMode::kShadow ? m.mono_method_get_flags(method, &implFlags) : 0;
+  noteJitted(reinterpret_cast<uint64_t>(method), start, size,
+             (name && std::strncmp(name, "(wrapper ", 9) == 0) || (flags & 0x2000) ||
+                 (implFlags & 0x1000),
+             name && std::strchr(name, '<'));
   if (name) m.mono_free(name);
 }
 
@@ -270,7 +281,8 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
   Shadow* s = t_shadow;
   LastStack& last = s ? s->last : t_lastNoShadow;
   const uint32_t changes = s ? s->changes : 0;
-  if (last.ring == r && last.changes == changes && last.slotChanges == r->slotChanges)
+  if (last.ring == r && last.changes == changes && last.slotChanges == r->slotChanges &&
+      g_walk == WalkMode::kShadow)
     e = beginAllocationWithSlot(r, static_cast<uint8_t>(HeapKind::kManaged), last.slot,
                                 kManagedFrames);
   else

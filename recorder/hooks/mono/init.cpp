@@ -43,7 +43,10 @@ bool findApi() {
 
 // The runtime is going away; the recorder finishes at exit as usual. Nothing may be recorded
 // from Mono's callbacks once its structures are torn down.
-void onShutdownEnd(MonoProfiler*) { g_on.store(false, std::memory_order_relaxed); }
+void onShutdownEnd(MonoProfiler*) {
+  g_on.store(false, std::memory_order_relaxed);
+  sayWalkCounts();
+}
 
 }  // namespace
 }  // namespace heapman::rec::mono
@@ -98,6 +101,8 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   const char* options = desc ? std::strchr(desc, ':') : nullptr;
   if ((options && std::strstr(options, "nostacks")) || getenv(env::kMonoNoStacks)) g_stacks = false;
   if (getenv(env::kMonoAllMethods)) g_skipLeaves = false;  // instrument every method
+  if (const char* walk = getenv(env::kMonoWalk); walk && g_stacks)
+    g_walk = std::strcmp(walk, "check") == 0 ? WalkMode::kCheck : WalkMode::kFast;
   gc::initTracking(m.collector);
   if (m.setAwaitFinalize && m.base && m.pending) {
     gc::FinalizeQueueCollector fc;
@@ -108,6 +113,7 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
     m.setAwaitFinalize(onAwaitFinalize);
   }
   initShadowStacks();
+  initWalk();
   MonoProfilerHandle h = m.mono_profiler_create(nullptr);
   m.mono_profiler_enable_allocations();
   m.mono_profiler_set_gc_allocation_callback(h, onAllocation);
@@ -121,7 +127,7 @@ HEAPMAN_EXPORT void mono_profiler_init_heapman(const char* desc) {
   m.mono_profiler_set_gc_handle_created_callback(h, onHandleCreated);
   m.mono_profiler_set_gc_handle_deleted_callback(h, onHandleDeleted);
   m.mono_profiler_set_gc_finalizing_object_callback(h, onFinalizing);
-  if (g_stacks) {
+  if (g_stacks && g_walk == WalkMode::kShadow) {
     m.mono_profiler_set_call_instrumentation_filter_callback(h, onFilter);
     m.mono_profiler_set_method_enter_callback(h, onEnter);
     m.mono_profiler_set_method_leave_callback(h, onLeave);

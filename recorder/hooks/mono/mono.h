@@ -101,7 +101,8 @@ using log::RootSource;
   X(mono_class_get_fields) X(mono_class_get_parent) X(mono_class_get_element_class)              \
   X(mono_field_get_type) X(mono_field_get_flags) X(mono_field_get_offset)                        \
   X(mono_type_is_reference) X(mono_type_is_struct) X(mono_class_from_mono_type)                \
-  X(mono_vtable_class) X(mono_field_get_name)
+  X(mono_vtable_class) X(mono_field_get_name) X(mono_stack_walk_no_il) \
+  X(mono_method_get_flags)
 
 struct MonoApi {
 #define HEAPMAN_MONO_FIELD(fn) decltype(&::fn) fn = nullptr;
@@ -184,6 +185,21 @@ void findCollectorThreads();
 void copyStacksWhileStopped(uint32_t gc);
 // The root set of the collection that is finishing (allocation lock held).
 gc::RootList rootsOfCollection(uint64_t mySp);
+
+// walk.cpp: managed stacks walked instead of shadowed (HEAPMAN_MONO_WALK): no call
+// instrumentation, a frame-pointer walk through JIT'ed code, the runtime's walk where it cannot
+// prove its result.
+enum class WalkMode : uint8_t { kShadow, kFast, kCheck };
+extern WalkMode g_walk;
+// jit_done: a method's code range, whether it keeps a frame pointer, whether it is a wrapper.
+// `generic`: of a generic class or method, whose code may be shared by instantiations (the
+// runtime's walk names the instantiation from the frame's generic context, which the fast walk
+// does not read).
+void noteJitted(uint64_t method, uint64_t start, uint64_t size, bool wrapper, bool generic);
+// The calling thread's managed frames (method handles), leaf first, at most `max`.
+uint32_t walkManagedFrames(uint64_t* out, uint32_t max);
+void initWalk();       // start-up: the JIT's frame rules for captureStack when walking
+void sayWalkCounts();  // at shutdown: how many walks were fast, how many the runtime's
 
 // collection.cpp
 void onGcEvent(MonoProfiler*, MonoProfilerGCEvent event, uint32_t, mono_bool);

@@ -494,3 +494,69 @@ TEST_CASE("mono: class layouts name exactly the reference fields", "[recorder][m
     }
   }
 }
+
+// Managed stacks walked instead of shadowed (HEAPMAN_MONO_WALK=check, hooks/mono/walk.cpp): at
+// every allocation the fast walk (frame pointers and JIT'ed prologues' rules) and the runtime's
+// own (mono_stack_walk_no_il) both run; a stack the fast walk claims to have proven must be the
+// runtime's, frame for frame, on the sample game and on the C# compiler, and each program's
+// output stays the same.
+namespace {
+struct WalkCounts {
+  uint64_t fast = 0, fallback = 0, same = 0, differ = 0;
+  bool found = false;
+};
+WalkCounts walkCounts(const std::string& err) {
+  WalkCounts c;
+  size_t at = err.find("Mono stack walk: ");
+  if (at == std::string::npos) return c;
+  unsigned long long f, b, s, d;
+  const char* p = err.c_str() + at;
+  const char* checked = std::strstr(p, "checked: ");
+  if (std::sscanf(p, "Mono stack walk: %llu fast, %llu by the runtime's walk", &f, &b) != 2 ||
+      !checked || std::sscanf(checked, "checked: %llu same, %llu differ", &s, &d) != 2)
+    return c;
+  return {f, b, s, d, true};
+}
+struct WalkEnv {
+  WalkEnv() { setenv("HEAPMAN_MONO_WALK", "check", 1); }
+  ~WalkEnv() { unsetenv("HEAPMAN_MONO_WALK"); }
+};
+}  // namespace
+
+TEST_CASE("mono: a stack the fast walk proves is the runtime's own walk", "[recorder][mono]") {
+  TempDir dir;
+  RunResult plain = run(dir, "game_plain", {"/usr/bin/env", kMono, HMREC_MONO_GAME, "3", "200"});
+  REQUIRE(plain.status == 0);
+  Recording rec;
+  {
+    WalkEnv walk;
+    rec = record(dir, "game", {kMono, HMREC_MONO_GAME, "3", "200"});
+  }
+  // Not requireRecorded: the walk counts are one more heaprec line.
+  REQUIRE(rec.result.status == 0);
+  REQUIRE(rec.hasWroteLine);
+  CHECK(rec.result.out == plain.out);
+  WalkCounts c = walkCounts(rec.result.err);
+  INFO(rec.result.err);
+  REQUIRE(c.found);
+  CHECK(c.differ == 0);
+  CHECK(c.same > 0);
+  ManagedLog log = readManagedLog(rec.logPath);
+  CHECK(c.same + c.fallback + c.differ == log.allocs.size());
+#ifdef HMREC_MCS_EXE
+  const std::string sources = HMREC_MONO_SOURCES;
+  Recording mcs;
+  {
+    WalkEnv walk;
+    mcs = record(dir, "mcs", {kMono, HMREC_MCS_EXE, "-out:" + dir.file("game.exe"),
+                              sources + "/Game.cs", sources + "/HeapMan.cs"});
+  }
+  REQUIRE(mcs.result.status == 0);
+  REQUIRE(mcs.hasWroteLine);
+  WalkCounts m = walkCounts(mcs.result.err);
+  INFO(mcs.result.err);
+  REQUIRE(m.found);
+  CHECK(m.differ == 0);
+  CHECK(m.same > 0);
+#endif
+}
