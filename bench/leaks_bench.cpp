@@ -29,8 +29,8 @@ double wall() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: leaks_bench LOG\n");
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: leaks_bench LOG [EXCLUSIONS]\n");
     return 2;
   }
   double c0 = cpu(), w0 = wall();
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   replay::Replay r(argv[1], o);
   double c1 = cpu();
   replay::FrameNamer namer(r.tables(), false);
-  replay::Exclusions ex;
+  // The verb's leaf exclusions (the runtime's own statics are no holders), when given.
+  replay::Exclusions ex = argc == 3 ? replay::Exclusions::fromFile(argv[2]) : replay::Exclusions();
   replay::Attribution a(r.tables(), namer, ex);
   leaks::LeaksRequest req;
   leaks::LeaksResult out;

@@ -1,10 +1,11 @@
 /* A heap for the leak benchmark (bench/leaks_bench): a world of N objects of 16-64 bytes
  * (graph_bench_heap's shape: up to 3 pointers each to objects allocated shortly before, 1 in 4
- * atomic, all held from one table), then 5 levels; each level makes 40 000 objects of garbage
+ * atomic, all held from one table), then LEVELS levels; each level makes 40 000 objects of garbage
  * and leaks 2 000 entries (each holding 4 more objects) into a static linked list. A collection
  * follows each heapman_event("level_end"): recorded with `heaprec run --ram-dumps
- * event:level_end`, the log has 5 dumped points of about N + 10 000 x level objects.
- * usage: leaks_bench_heap [N]   (default 950 000: 1 M live objects at the last point) */
+ * event:level_end`, the log has LEVELS dumped points of about N + 10 000 x level objects.
+ * usage: leaks_bench_heap [N [LEVELS]]   (default 920 000 and 8: 1 M live objects at the last of
+ * 8 points) */
 #include <gc/gc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ __attribute__((noinline)) static void leak_entry(void) {
 }
 
 int main(int argc, char** argv) {
-  long n = argc > 1 ? atol(argv[1]) : 950000;
+  long n = argc > 1 ? atol(argv[1]) : 920000;
+  int levels = argc > 2 ? atoi(argv[2]) : 8;
   GC_INIT();
   GC_disable();
   void** world = make_objects(n);
@@ -62,7 +64,7 @@ int main(int argc, char** argv) {
   for (long i = 0; i < n; ++i) g_world[i] = world[i];
   free(world);
   GC_enable();
-  for (int level = 0; level < 5; ++level) {
+  for (int level = 0; level < levels; ++level) {
     heapman_event("level_start");
     GC_disable();
     free(make_objects(40000)); /* garbage of the level */

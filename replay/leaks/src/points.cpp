@@ -217,13 +217,16 @@ LeaksResult findLeaks(replay::Replay& r, replay::Attribution& a, const LeaksRequ
   out.points = leakPoints(r, s.store(), req, &out.event, &out.chosenBecause);
   out.warnings = replay::warnings(r);
   growthBySite(r, a, out.points, out, req.top);
-  // The last occurrence has no next one to bound its collection: when that collection finds
-  // less alive than the first point did, the program was already on its way out (a game back at
-  // its menu, its finalizers run, its session saved and dropped), and the point shows no state
-  // of a repetition: it is left out. (What grew and was freed then is still judged, as growth
-  // freed at the end.)
-  if (!out.event.empty() && out.points.size() > std::max<size_t>(req.minPoints, 2) &&
-      out.points.back().gc && out.points.back().liveBytes < out.points.front().liveBytes) {
+  // The last occurrence has no next one to bound its collection: when the heap grew over the
+  // repetitions and that collection finds less alive than the first point did (it lost more
+  // than all the growth), the program was already on its way out (a game back at its menu, its
+  // finalizers run, its session saved and dropped), and the point shows no state of a
+  // repetition: it is left out. (What grew and was freed then is still judged, as growth freed
+  // at the end.)
+  const size_t np = out.points.size();
+  if (!out.event.empty() && np > std::max<size_t>(req.minPoints, 2) && out.points.back().gc &&
+      out.points[np - 2].liveBytes > out.points.front().liveBytes &&
+      out.points.back().liveBytes < out.points.front().liveBytes) {
     const LeakPoint& last = out.points.back();
     out.warnings.push_back(last.name + " left out: its collection (gc:" + std::to_string(last.gc) +
                            ") finds " + std::to_string(last.liveBytes) +
