@@ -87,8 +87,9 @@ std::vector<uint8_t> Replay::serializeState(bool delta) const {
 // since the last one) when the chain of deltas since the last full checkpoint stays smaller than
 // a full one would be, so loading any checkpoint costs at most about two full loads; taken only
 // when loading it (about one live-set insert per object or address) costs fewer operations than
-// the events it saves replaying, and when it fits options_.indexShare's byte budget (so a heap
-// that only grows, like a guile program's, gets few checkpoints and a small index).
+// the events it saves replaying, and when it fits options_.indexShare's byte budget, judged by
+// the bytes per entry the last one took once one was measured (so a heap that only grows, like a
+// guile program's, gets few checkpoints and a small index).
 void Replay::maybeCheckpoint(size_t k, uint64_t& sinceCheckpoint) {
   size_t live = live_.size();
   bool haveBase = !index_->checkpoints.empty() && cpDeltaOk_;
@@ -101,12 +102,16 @@ void Replay::maybeCheckpoint(size_t k, uint64_t& sinceCheckpoint) {
   if (options_.indexShare)
     budget = double(recordChunks_[k].offset) * 0.75 / double(options_.indexShare) -
              double(cpSpent_);
-  if (double(entries) * cpBytesPerEntry_ > budget) return;
+  // Before the first measurement the rate is a guess (2 bytes an entry, where a guile heap takes
+  // 0.26): the first candidate is serialized and measured even when the guess says it would not
+  // fit. Trusting the guess kept a guile log's first checkpoint back to two thirds of the log.
+  if (cpMeasured_ && double(entries) * cpBytesPerEntry_ > budget) return;
   position_ = recordChunks_[k].header.firstSeq;
   chunk_ = k;
   std::vector<uint8_t> raw = serializeState(delta);
   std::vector<uint8_t> stored = detail::lz4Compress(raw);
   cpBytesPerEntry_ = std::max(0.05, double(stored.size()) / double(std::max<uint64_t>(entries, 1)));
+  cpMeasured_ = true;
   if (double(stored.size()) > budget) return;  // the estimate was low: wait for more log
   index_->addCheckpoint(k, position_, live, delta, stored, raw.size());
   cpSpent_ += stored.size();

@@ -468,6 +468,7 @@ void Replay::buildTables(bool withCheckpoints) {
   cpChainEntries_ = 0;
   cpSpent_ = 0;
   cpBytesPerEntry_ = 2.0;
+  cpMeasured_ = false;
   LogCheck check(reader_);
   forEachChunk(
       0,

@@ -309,6 +309,7 @@ class Replay {
   uint64_t cpChainEntries_ = 0;    // objects and addresses in the deltas since the last full one
   uint64_t cpSpent_ = 0;           // checkpoint bytes written
   double cpBytesPerEntry_ = 2.0;   // stored bytes per object or address, as last measured
+  bool cpMeasured_ = false;        // cpBytesPerEntry_ measured (else a guess)
   Stats stats_;
   std::optional<log::FormatError> damage_;
   friend struct ReplayTestAccess;
