@@ -644,7 +644,12 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       sp.holderType = g.isObject(node) ? name.type(node) : "";
       sp.holderSite = name.function(node);
       sp.holderAddress = g.address(node);
-      sp.holder = h.slot.empty() ? sp.holderType + " at " + hexAddress(sp.holderAddress) : h.slot;
+      // An untyped object (a native block on bdwgc) is named by the function that made it.
+      const bool untypedHolder = sp.holderType.empty() || sp.holderType[0] == '(';
+      sp.holder = !h.slot.empty() ? h.slot
+                  : untypedHolder && !sp.holderSite.empty()
+                      ? "a block allocated by " + sp.holderSite + " at " + hexAddress(sp.holderAddress)
+                      : sp.holderType + " at " + hexAddress(sp.holderAddress);
       sp.containerType = g.isObject(cur) ? name.type(cur) : "";
       sp.containerSite = name.function(cur);
       sp.containerAddress = g.address(cur);
