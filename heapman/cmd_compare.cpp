@@ -40,10 +40,9 @@ int run(Session& s, const VerbOptions& vm) {
   r.tables.push_back(compareTable("types", "type", d.types, false));
   emit(r, outputOptions(vm));
   if (const auto& damage = other->replay->damage()) {  // the first log's: runOneShot says it
-    std::fprintf(stderr,
-                 "heapman compare: %s is damaged (%s): the answer covers only the intact part "
-                 "before it; run `heapman verify %s` for details\n",
-                 other->path.c_str(), damage->what(), other->path.c_str());
+    sayLine("heapman compare: " + other->path + " is damaged (" + damage->what() +
+            "): the answer covers only the intact part before it; run `heapman verify " +
+            other->path + "` for details");
     return kExitBadLog;
   }
   return kExitOk;

@@ -51,8 +51,8 @@ int run(Session& s, const VerbOptions& vm) {
     graph::writeGexf(out, g, todayUtc());
     writeOutput(vm["gexf"].as<std::string>(), out.str());
   }
-  std::fprintf(stderr, "%s: %zu nodes, %zu edges%s%s\n", g.title.c_str(), g.nodes.size(),
-               g.edges.size(), g.note.empty() ? "" : "; ", g.note.c_str());
+  sayLine(g.title + ": " + std::to_string(g.nodes.size()) + " nodes, " +
+          std::to_string(g.edges.size()) + " edges" + (g.note.empty() ? "" : "; ") + g.note);
   return kExitOk;
 }
 

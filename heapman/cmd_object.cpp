@@ -45,8 +45,8 @@ int run(Session& s, const VerbOptions& vm) {
     Table t{"nearest", {{"address"}, {"size", true}, {"type"}, {"function"}}, {}};
     for (const auto& n : res.nearest) t.add({graph::hexAddress(n.address), num(n.size), n.type, n.function});
     r.tables.push_back(std::move(t));
-    std::fprintf(stderr, "heapman object: %s is in no object alive at GC %u; the nearest ones:\n",
-                 graph::hexAddress(address).c_str(), res.gc);
+    sayLine("heapman object: " + graph::hexAddress(address) + " is in no object alive at GC " +
+            std::to_string(res.gc) + "; the nearest ones:");
     emit(r, outputOptions(vm));
     return kExitUsage;
   }

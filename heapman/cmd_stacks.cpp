@@ -32,7 +32,7 @@ int run(Session& s, const VerbOptions& vm) {
     lines = replay::foldedLive(*s.replay, a);
   }
   for (const std::string& w : replay::warnings(*s.replay))
-    std::fprintf(stderr, "warning: %s\n", w.c_str());
+    sayLine("warning: " + w);
   std::string out;
   bool objects = vm.count("objects");
   for (const auto& l : lines)

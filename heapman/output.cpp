@@ -50,9 +50,24 @@ std::string jsonKey(std::string name) {
                     (err ? std::strerror(err) : "input/output error"));
 }
 
+thread_local Console* tConsole = nullptr;
+
 }  // namespace
 
+ConsoleScope::ConsoleScope(Console& c) : previous_(tConsole) { tConsole = &c; }
+ConsoleScope::~ConsoleScope() { tConsole = previous_; }
+bool consoleCaptured() { return tConsole != nullptr; }
+
+void sayLine(const std::string& line) {
+  if (tConsole) {
+    tConsole->err += line + "\n";
+    return;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 void flushStdout() {
+  if (tConsole) return;
   errno = 0;
   bool bad = std::fflush(stdout) != 0 || std::ferror(stdout);
   if (!bad) return;
@@ -62,6 +77,10 @@ void flushStdout() {
 }
 
 void writeOutput(const std::string& where, const std::string& text, bool privateFile) {
+  if (where == "-" && tConsole) {
+    tConsole->out += text;
+    return;
+  }
   if (where == "-") {
     errno = 0;
     if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) {
@@ -215,7 +234,7 @@ void emit(const Report& r, const OutputOptions& o) {
     }
     writeOutput("-", out);
   } else {
-    for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    for (const std::string& w : r.warnings) sayLine("warning: " + w);
   }
   if (!o.csv.empty() && csv) writeOutput(o.csv, csvTable(*csv), o.privateFiles);
   if (!o.json.empty()) {

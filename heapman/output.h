@@ -51,6 +51,26 @@ void emit(const Report& r, const OutputOptions& o);
 struct OutputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// Where the verbs' text goes: stdout and stderr, or, on a thread that holds a ConsoleScope
+// (heapman serve's workers), two strings. A verb's answer is then the same bytes whether a
+// terminal or the server asked for it.
+struct Console {
+  std::string out, err;
+};
+class ConsoleScope {
+ public:
+  explicit ConsoleScope(Console& c);
+  ~ConsoleScope();
+  ConsoleScope(const ConsoleScope&) = delete;
+  ConsoleScope& operator=(const ConsoleScope&) = delete;
+
+ private:
+  Console* previous_;
+};
+bool consoleCaptured();  // this thread's text goes to a Console
+// One line of diagnostics ('\n' added) to stderr or the console's err.
+void sayLine(const std::string& line);
+
 // Writes text to a file ("-": stdout), checking every step (stdout is flushed, a file closed).
 // `privateFile`: the text holds the program's memory, so a file is made 0600 like the log.
 // Throws OutputError.

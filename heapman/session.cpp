@@ -25,7 +25,7 @@ void ProgressBar::finish() {
 }
 
 void ProgressBar::operator()(uint64_t done, uint64_t total) {
-  if (!tty_ || total == 0) return;
+  if (!tty_ || total == 0 || consoleCaptured()) return;
   double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   if (t < 0.5 || (drawn_ && t - last_ < 0.1 && done < total)) return;
   last_ = t;
@@ -40,7 +40,7 @@ void ProgressBar::operator()(uint64_t done, uint64_t total) {
 
 int reportError(const char* verb) {
   auto say = [&](const std::string& what) {
-    std::fprintf(stderr, "heapman%s%s: %s\n", *verb ? " " : "", verb, what.c_str());
+    sayLine(std::string("heapman") + (*verb ? " " : "") + verb + ": " + what);
   };
   try {
     throw;
@@ -57,7 +57,7 @@ int reportError(const char* verb) {
     say(e.what());
     return kExitBadLog;
   } catch (const OutputError& e) {
-    std::fprintf(stderr, "heapman: %s\n", e.what());
+    sayLine(std::string("heapman: ") + e.what());
     return kExitBadLog;
   } catch (const std::bad_alloc&) {
     say("out of memory. The log may be corrupt (check it with `heapman verify LOG`) or need more "

@@ -90,10 +90,11 @@ const std::vector<uint32_t>& GraphSession::inDegrees() {
 }
 
 GraphSession& graphSessionFor(replay::Replay& r) {
-  // The session of the last Replay asked for, by serial: a Replay made where a destroyed one was
-  // must not get that one's dump store, and a destroyed one's graph must not stay in memory.
-  static std::unique_ptr<GraphSession> session;
-  static uint64_t serial = 0;
+  // The session of the last Replay this thread asked for, by serial: a Replay made where a
+  // destroyed one was must not get that one's dump store, and a destroyed one's graph must not
+  // stay in memory. One per thread: heapman serve's workers each query a Replay of their own.
+  thread_local std::unique_ptr<GraphSession> session;
+  thread_local uint64_t serial = 0;
   if (!session || serial != r.serial()) {
     session.reset();
     session = std::make_unique<GraphSession>(r);

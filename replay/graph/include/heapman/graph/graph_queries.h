@@ -59,7 +59,8 @@ struct DumpedPoint {
 };
 std::optional<DumpedPoint> dumpedGcAt(replay::Replay& r, DumpStore& store, uint64_t limit);
 
-// The GraphSession of a Replay, kept until another Replay asks (the shell's verbs share it).
+// The GraphSession of a Replay, kept until another Replay asks on the same thread (the shell's
+// verbs share it; each of heapman serve's worker threads keeps its own).
 // Precondition: the Replay outlives its use here.
 GraphSession& graphSessionFor(replay::Replay& r);
 
