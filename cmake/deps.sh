@@ -15,6 +15,8 @@ packages=(
   graphviz
   # heap-map pictures (libpng, the field's standard) and videos (Debian's ffmpeg, through a pipe)
   libpng-dev ffmpeg
+  # heapman serve: a maintained HTTP server library
+  libcpp-httplib-dev
 )
 if [ "${1:-build}" = test ]; then
   # clang: the fuzzer; python3: the CLI tests parse JSON; guile, ecl: real bdwgc programs to record

@@ -105,6 +105,7 @@ case "$mode" in
     echo "  gc_game-leaks/, mono_game-leaks/   the leak suspects' root paths (suspect-N.dot)"
     echo "  gc_game-report.html, mono_game-report.html, native_game-report.html   one HTML page per game"
     echo "report pages: $(cd out && for g in gc_game mono_game native_game; do printf '%s ' "$PWD/$g-report.html"; done)"
+    echo "to explore a log in the browser, any moment of it: out/install/bin/heapman serve out/gc_game.hml (then open the URL it prints)"
     ;;
   test)
     cmake/deps.sh test

@@ -21,13 +21,15 @@ extern const Verb kObjectsVerb, kObjectVerb, kRefsVerb, kRetainedVerb, kPathsVer
 extern const Verb kLeaksVerb;            // leak suspects
 extern const Verb kMapVerb, kVideoVerb;  // heap-map pictures and videos
 extern const Verb kReportVerb;           // the HTML report
+extern const Verb kServeVerb;            // the log in a browser
 
 const std::vector<const Verb*>& verbs() {
   static const std::vector<const Verb*> v{
       &kInfoVerb,    &kVerifyVerb,  &kStripVerb,   &kShellVerb,  &kBlameVerb, &kDiffVerb,
       &kChurnVerb,   &kGcsVerb,     &kEventsVerb,  &kAllocsVerb, &kTypesVerb, &kCompareVerb,
       &kStacksVerb,  &kObjectsVerb, &kObjectVerb,  &kRefsVerb,   &kRetainedVerb,
-      &kPathsVerb,   &kGraphVerb,   &kLeaksVerb,   &kMapVerb,    &kVideoVerb, &kReportVerb};
+      &kPathsVerb,   &kGraphVerb,   &kLeaksVerb,   &kMapVerb,    &kVideoVerb, &kReportVerb,
+      &kServeVerb};
   return v;
 }
 
@@ -317,29 +319,38 @@ int runInSession(const Verb& v, Session& s, const Args& args) {
   });
 }
 
+std::vector<DeclaredOption> declaredOptions(const Verb& v) {
+  auto g = grammarOf(v, false);
+  std::vector<DeclaredOption> out;
+  for (const auto& d : g->declared.options()) {
+    DeclaredOption o;
+    o.name = d->long_name();
+    if (d->semantic()->max_tokens() > 0) {
+      o.value = d->semantic()->name();
+      o.value = o.value.substr(0, o.value.find(" (="));
+    }
+    std::string shown = d->format_name();
+    if (shown.size() > 1 && shown[1] != '-') o.shortName = shown.substr(0, 2);
+    o.positional = g->positional.count(o.name) > 0;
+    o.logOption = logOption(o.name);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 std::string listOptionsJson() {
   std::string out = "{\"verbs\":[";
   bool firstVerb = true;
   for (const Verb* v : verbs()) {
-    auto g = grammarOf(*v, false);
     std::string opts = "[";
-    for (const auto& d : g->declared.options()) {
-      std::string value;
-      if (d->semantic()->max_tokens() > 0) {
-        value = d->semantic()->name();
-        value = value.substr(0, value.find(" (="));
-      }
-      std::string shortName, shown = d->format_name();
-      if (shown.size() > 1 && shown[1] != '-') shortName = shown.substr(0, 2);
-      opts += (opts.size() > 1 ? "," : "") +
-              JsonObject()
-                  .str("name", d->long_name())
-                  .str("short", shortName)
-                  .str("value", value)
-                  .boolean("positional", g->positional.count(d->long_name()))
-                  .boolean("log_option", logOption(d->long_name()))
-                  .str();
-    }
+    for (const DeclaredOption& d : declaredOptions(*v))
+      opts += (opts.size() > 1 ? "," : "") + JsonObject()
+                                                 .str("name", d.name)
+                                                 .str("short", d.shortName)
+                                                 .str("value", d.value)
+                                                 .boolean("positional", d.positional)
+                                                 .boolean("log_option", d.logOption)
+                                                 .str();
     std::string needs = "[";
     for (const Needs& n : v->needs)
       needs += (needs.size() > 1 ? "," : "") +
@@ -355,6 +366,7 @@ std::string listOptionsJson() {
                                                         : v->optionalLog ? "optional"
                                                                          : "file")
                                             .boolean("shell", v->inShell)
+                                            .boolean("serves", v->serves)
                                             .raw("options", opts + "]")
                                             .raw("needs", needs + "]")
                                             .raw("renamed", renamed + "]")

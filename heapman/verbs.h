@@ -52,6 +52,7 @@ struct Verb {
   std::vector<Renamed> renamed = {};
   bool inShell = true;       // false: a command-line verb only (shell)
   bool optionalLog = false;  // the shell verb
+  bool serves = false;       // runs until stopped (SIGINT, SIGTERM) once it printed its first line
 };
 
 // Every verb, in the order `heapman --help` lists them.
@@ -62,6 +63,16 @@ const Verb* findVerb(const std::string& name);
 int runOneShot(const Verb& v, const Args& args);
 // VERB [options] inside the shell, on its open session.
 int runInSession(const Verb& v, Session& s, const Args& args);
+
+// One option a verb declares, as --list-options and heapman serve see it.
+struct DeclaredOption {
+  std::string name;        // long name, without dashes
+  std::string shortName;   // "-o", or ""
+  std::string value;       // value name ("POINT", "FILE|-"); "" for a flag
+  bool positional = false;
+  bool logOption = false;  // an option of the log (--no-symbols), not of one command
+};
+std::vector<DeclaredOption> declaredOptions(const Verb& v);
 
 // `heapman --list-options`: the verbs, their options (value names, short forms, positional
 // arguments), needs and renamed spellings, as JSON.

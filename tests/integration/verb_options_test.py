@@ -13,6 +13,8 @@ spellings). From it alone, with a log written by DEMO_LOG:
      says the run needs), and reads it: HEAPMAN_CHECK_OPTIONS=1 makes heapman name an option
      that was given but never read, so a verb that declares an option and ignores it fails here;
      an old spelling works and says what it is now;
+     A verb that serves (`heapman serve`: "serves" in the table) runs until its first line says
+     it listens, then gets SIGTERM and must exit 0;
   3. the same commands typed in the shell (`heapman LOG`) get the same answers, but for the
      options of the log itself (--no-symbols), which belong to the shell;
   4. README.md's table of options lists every option word with exactly the verbs that take it,
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +49,23 @@ def run(args, stdin=None, env=None):
         e.update(env)
     return subprocess.run([HEAPMAN] + args, input=stdin if stdin is not None else "",
                           capture_output=True, text=True, env=e, timeout=120)
+
+
+def run_server(args):
+    """A verb that serves: its first line (it listens, or it failed), then SIGTERM."""
+    e = dict(os.environ, HOME=WORK, HEAPMAN_CHECK_OPTIONS="1")
+    p = subprocess.Popen([HEAPMAN] + args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=e)
+    first = p.stdout.readline()
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        err += "\n(did not end within 60 s of SIGTERM)"
+    return subprocess.CompletedProcess(args, p.returncode, first + out, err)
 
 
 # 20000 frame marks: a log long enough in time (about 50 ms) for video --realtime at 240 fps.
@@ -75,6 +95,8 @@ def sample(verb, option, value):
     if value == "DIR":
         sample.files += 1
         return "dir%d" % sample.files
+    if option == "port":  # any free one
+        return "0"
     if value == "POINT":
         return "gc:1" if option == "from" else "gc:2"
     if value == "ADDR":
@@ -93,7 +115,8 @@ def sample(verb, option, value):
 
 sample.files = 0
 VALUE_SAMPLES = {"N": "2", "N,M,...": "1,2", "2^K": "65536", "BYTES": "0", "WxH": "256x256",
-                 "EVENT": "level_end", "NAME": "level_end", "REGEX": "."}
+                 "EVENT": "level_end", "NAME": "level_end", "REGEX": ".", "HOST": "127.0.0.1",
+                 "TOKEN": "t0ken", "SECONDS": "60"}
 
 
 def option_of(verb, name):
@@ -199,7 +222,8 @@ for name, args, renamed in runs:
     if name == "video" and any(a.endswith(".mp4") for a in args) and not ffmpeg:
         print("skipped (no ffmpeg on PATH): " + line)
         continue
-    r = run([name] + (args + [LOG] if renamed and renamed["bare"] else [LOG] + args))
+    argv = [name] + (args + [LOG] if renamed and renamed["bare"] else [LOG] + args)
+    r = run_server(argv) if verbs[name]["serves"] else run(argv)
     if r.returncode != 0:
         fail("%s: exit %d: %s" % (line, r.returncode, r.stderr.strip()))
     for l in r.stderr.splitlines():

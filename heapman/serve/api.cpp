@@ -1,0 +1,333 @@
+#include "api.h"
+
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <set>
+
+#include "../json.h"
+#include "../output.h"
+#include "../session.h"
+#include "../verbs.h"
+#include "heapman/replay/replay.h"
+
+namespace heapman::cli::serve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+enum class Kind { kJson, kText, kFile };
+
+struct Route {
+  const char* path;  // after /api/
+  const char* verb;
+  Kind kind;
+  const char* fileOption = nullptr;  // kFile: the option naming the file the verb writes
+  const char* contentType = "application/json";
+  const char* extension = "";  // kFile: of that file
+};
+
+const Route kRoutes[] = {
+    {"info", "info", Kind::kJson},
+    {"gcs", "gcs", Kind::kJson},
+    {"events", "events", Kind::kJson},
+    {"blame", "blame", Kind::kJson},
+    {"diff", "diff", Kind::kJson},
+    {"churn", "churn", Kind::kJson},
+    {"allocs", "allocs", Kind::kJson},
+    {"types", "types", Kind::kJson},
+    {"stacks", "stacks", Kind::kText, nullptr, "text/plain; charset=utf-8"},
+    {"objects", "objects", Kind::kJson},
+    {"object", "object", Kind::kJson},
+    {"refs", "refs", Kind::kJson},
+    {"retained", "retained", Kind::kJson},
+    {"paths", "paths", Kind::kJson},
+    {"leaks", "leaks", Kind::kJson},
+    {"map", "map", Kind::kFile, "output", "image/png", ".png"},
+    {"paths.dot", "paths", Kind::kFile, "dot", "text/vnd.graphviz; charset=utf-8", ".dot"},
+    {"paths.gexf", "paths", Kind::kFile, "gexf", "application/gexf+xml", ".gexf"},
+    {"graph.dot", "graph", Kind::kFile, "dot", "text/vnd.graphviz; charset=utf-8", ".dot"},
+    {"graph.gexf", "graph", Kind::kFile, "gexf", "application/gexf+xml", ".gexf"},
+};
+
+// Options whose value is a point: a point the log does not have is 404, not 400.
+const std::set<std::string> kPointOptions = {"at", "from", "to", "since"};
+
+// Parameters of the server itself, not of the verb.
+const std::set<std::string> kServerParams = {"token", "request"};
+
+const Route* findRoute(const std::string& path) {
+  for (const Route& r : kRoutes)
+    if (path == r.path) return &r;
+  return nullptr;
+}
+
+Answer error(int status, const std::string& message, const std::string& command = "") {
+  Answer a;
+  a.status = status;
+  a.command = command;
+  a.body = JsonObject().str("error", message).str("command", command).str() + "\n";
+  return a;
+}
+
+// The messages a verb printed, without the "heapman VERB: " prefix and the trailing newline.
+std::string messageOf(const std::string& err, const std::string& verb) {
+  std::string m = err;
+  std::string prefix = "heapman " + verb + ": ";
+  if (m.rfind(prefix, 0) == 0) m.erase(0, prefix.size());
+  while (!m.empty() && m.back() == '\n') m.pop_back();
+  return m.empty() ? "the query failed" : m;
+}
+
+// This thread's session on the log, and the flag its replay polls.
+thread_local std::unique_ptr<Session> tSession;
+thread_local std::atomic<bool> tCancel{false};
+
+std::string readFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Whether --no-symbols changes this command's answer: the verb's `needs` may say it does only
+// beside another option (types' --since), and the CLI refuses it without.
+bool namesFrames(const Verb& v, const Args& args) {
+  for (const Needs& n : v.needs) {
+    if (std::string(n.option) != "no-symbols") continue;
+    std::string with = n.with;
+    for (size_t start = 0;;) {
+      size_t bar = with.find('|', start);
+      std::string alt = with.substr(start, bar == std::string::npos ? bar : bar - start);
+      size_t eq = alt.find('=');
+      std::string option = "--" + alt.substr(0, eq);
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i] == option &&
+            (eq == std::string::npos || (i + 1 < args.size() && args[i + 1] == alt.substr(eq + 1))))
+          return true;
+      if (bar == std::string::npos) return false;
+      start = bar + 1;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string shellWord(const std::string& word) {
+  bool plain = !word.empty();
+  for (char c : word)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_.,:/=#+@%").find(c) !=
+                                                             std::string_view::npos))
+      plain = false;
+  if (plain) return word;
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+Api::Api(std::string log, bool symbolize, fs::path scratch, std::chrono::milliseconds timeLimit)
+    : log_(std::move(log)),
+      symbolize_(symbolize),
+      scratch_(std::move(scratch)),
+      timeLimit_(timeLimit),
+      watchdog_([this] { watch(); }) {}
+
+Api::~Api() {
+  {
+    std::lock_guard<std::mutex> g(m_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  watchdog_.join();
+}
+
+void Api::watch() {
+  std::unique_lock<std::mutex> g(m_);
+  while (!stopping_) {
+    auto now = std::chrono::steady_clock::now();
+    auto next = now + std::chrono::seconds(1);
+    for (auto& [serial, r] : running_) {
+      if (r.deadline <= now)
+        r.flag->store(true, std::memory_order_relaxed);
+      else if (r.deadline < next)
+        next = r.deadline;
+    }
+    wake_.wait_until(g, next);
+  }
+}
+
+bool Api::cancel(const std::string& request) {
+  std::lock_guard<std::mutex> g(m_);
+  bool found = false;
+  for (auto& [serial, r] : running_)
+    if (!request.empty() && r.request == request) {
+      r.flag->store(true, std::memory_order_relaxed);
+      found = true;
+    }
+  return found;
+}
+
+void Api::warmUp(const std::atomic<bool>* cancel) { (void)Session::open(log_, symbolize_, cancel); }
+
+Answer Api::answer(const std::string& path, const Params& params, const std::string& request) {
+  const Route* route = findRoute(path);
+  if (!route) {
+    std::string known;
+    for (const Route& r : kRoutes) known += (known.empty() ? "" : " ") + std::string(r.path);
+    return error(404, "no such answer /api/" + path + " (the answers: " + known + ")");
+  }
+  const Verb* verb = findVerb(route->verb);
+  std::map<std::string, DeclaredOption> declared;
+  for (DeclaredOption& d : declaredOptions(*verb)) declared[d.name] = d;
+
+  // The verb's command line from the parameters.
+  Args args;
+  std::vector<std::pair<std::string, std::string>> points;
+  std::string positional;  // verbs take one at most (an address)
+  bool hasTop = false;
+  for (const auto& [name, value] : params) {
+    if (kServerParams.count(name)) continue;
+    if (value.size() > kMaxParameterBytes)
+      return error(400, name + ": longer than " + std::to_string(kMaxParameterBytes) + " bytes");
+    auto it = declared.find(name);
+    std::string refused;
+    if (it == declared.end()) {
+      std::string names;
+      for (const auto& [n, d] : declared)
+        if (!d.logOption && d.value.find("FILE") == std::string::npos &&
+            d.value.find("DIR") == std::string::npos && d.value.find("LOG") == std::string::npos)
+          names += (names.empty() ? "" : ", ") + n;
+      return error(400, "'" + name + "' is not a parameter of /api/" + path + " (its parameters: " +
+                            names + ")");
+    }
+    const DeclaredOption& d = it->second;
+    if (d.logOption)
+      return error(400, "'" + name + "' is an option of the log: give it to heapman serve");
+    if (d.value.find("FILE") != std::string::npos || d.value.find("DIR") != std::string::npos ||
+        d.value.find("LOG") != std::string::npos)
+      return error(400, "'" + name + "' names a file: the server reads and writes none for a " +
+                            "client" +
+                            (name == "csv" || name == "json" ? " (its answers are JSON)"
+                             : name == "exclude"             ? " (give patterns as exclude-add)"
+                                                             : ""));
+    if (d.value.empty()) {
+      if (!value.empty())
+        return error(400, "'" + name + "' is a flag: give it without a value (" + name + "=)");
+      args.push_back("--" + name);
+      continue;
+    }
+    if (name == "top") {
+      hasTop = true;
+      size_t n = 0;
+      bool digits = !value.empty() && value.size() < 10 &&
+                    value.find_first_not_of("0123456789") == std::string::npos;
+      if (digits) n = std::stoul(value);
+      if (!digits || n == 0 || n > kMaxTop)
+        return error(400, "top: give a count from 1 to " + std::to_string(kMaxTop) + " ('" +
+                              value.substr(0, 40) + "')");
+    }
+    if (kPointOptions.count(name)) points.emplace_back(name, value);
+    if (d.positional) {  // the object's address: after the options, as the CLI reads it
+      if (!positional.empty())
+        return error(400, "'" + name + "' given twice");
+      positional = value;
+      continue;
+    }
+    args.push_back("--" + name);
+    args.push_back(value);
+  }
+  if (!positional.empty()) {
+    if (positional[0] == '-') return error(400, "'" + positional + "' is not an address");
+    args.push_back(positional);
+  }
+  if (declared.count("top") && !hasTop) {
+    args.push_back("--top");
+    args.push_back(std::to_string(kDefaultTop));
+  }
+  fs::path file;
+  if (route->kind == Kind::kFile) {
+    file = scratch_ / ("answer-" + std::to_string(++serial_) + route->extension);
+    args.push_back(std::string("--") + route->fileOption);
+    args.push_back(file.string());
+  } else if (route->kind == Kind::kJson && declared.count("json")) {
+    args.push_back("--json");
+    args.push_back("-");
+  }
+  std::string command = "heapman " + std::string(verb->name) + " " + shellWord(log_);
+  if (!symbolize_ && declared.count("no-symbols") && namesFrames(*verb, args))
+    command += " --no-symbols";
+  for (const std::string& a : args)
+    command += " " + shellWord(!file.empty() && a == file.string()
+                                   ? "answer" + std::string(route->extension)
+                                   : a);
+
+  // This thread's session, opened on its first request.
+  Console console;
+  ConsoleScope scope(console);
+  if (!tSession) {
+    try {
+      tSession = Session::open(log_, symbolize_, &tCancel);
+    } catch (...) {
+      reportError("serve");
+      return error(500, messageOf(console.err, "serve"), command);
+    }
+  }
+  for (const auto& [name, value] : points) {
+    replay::Point point;
+    try {
+      point = replay::parsePoint(value);
+    } catch (const replay::ReplayError& e) {
+      return error(400, name + "=" + value + ": " + e.what(), command);
+    }
+    try {
+      (void)tSession->replay->resolve(point);
+    } catch (const replay::ReplayError& e) {
+      const replay::LogTables& t = tSession->replay->tables();
+      std::string range = "seq:" + std::to_string(t.firstSeq) + " to seq:" +
+                          std::to_string(t.endSeq > t.firstSeq ? t.endSeq - 1 : t.firstSeq) +
+                          (t.gcs.empty() ? std::string(", no GC")
+                                         : ", gc:" + std::to_string(t.gcs.front().number) +
+                                               " to gc:" + std::to_string(t.gcs.back().number));
+      return error(404, name + "=" + value + ": " + e.what() + " (this log: " + range + ")",
+                   command);
+    }
+  }
+
+  // Run it, cancellable by name and by the time limit.
+  tCancel.store(false, std::memory_order_relaxed);
+  uint64_t serial = ++serial_;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    running_[serial] = {&tCancel, std::chrono::steady_clock::now() + timeLimit_, request};
+  }
+  wake_.notify_all();
+  int rc = runInSession(*verb, *tSession, args);
+  {
+    std::lock_guard<std::mutex> g(m_);
+    running_.erase(serial);
+  }
+  bool cancelled = tCancel.exchange(false, std::memory_order_relaxed);
+  Answer a;
+  a.command = command;
+  if (rc == kExitOk) {
+    a.contentType = route->contentType;
+    if (route->kind == Kind::kFile) {
+      a.body = readFile(file);
+    } else {
+      a.body = std::move(console.out);
+    }
+  } else if (cancelled && rc == kExitInterrupted) {
+    a = error(503, "cancelled: the request was cancelled or ran longer than " +
+                       std::to_string(timeLimit_.count() / 1000) + " s",
+              command);
+  } else {
+    a = error(rc == kExitUsage ? 400 : 500, messageOf(console.err, verb->name), command);
+  }
+  if (!file.empty()) {
+    std::error_code ec;
+    fs::remove(file, ec);
+  }
+  return a;
+}
+
+}  // namespace heapman::cli::serve

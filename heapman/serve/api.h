@@ -1,0 +1,88 @@
+// heapman serve's answers, apart from HTTP: a request (a route and its parameters) becomes the
+// command line of a verb, which runs on a session of this worker thread with its output captured
+// (output.h's Console). The answer is the verb's own bytes (its --json, folded stacks, or the file
+// it writes: PNG, DOT, GEXF), so that the page and `heapman VERB LOG ...` can never disagree; each
+// answer carries that command.
+//
+// Routes: /api/VERB for the read-only verbs (info gcs events blame diff churn allocs types stacks
+// objects object refs retained paths leaks), /api/map (PNG), /api/paths.dot, /api/paths.gexf,
+// /api/graph.dot, /api/graph.gexf. Parameters are the verb's options without dashes (at=gc:40,
+// top=20, exclude-add=REGEX repeated); a flag is a parameter without a value (stacks=). Refused
+// (400): options that name a file or directory (the server never reads or writes a path the
+// client gives), the log's options, --csv/--json (the server picks), --top above kMaxTop. A point
+// the log does not have: 404 with the log's range.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+namespace heapman::cli::serve {
+
+constexpr size_t kMaxTop = 1000;            // rows an answer may ask for
+constexpr size_t kDefaultTop = 200;         // when a request gives no top
+constexpr size_t kMaxParameterBytes = 4096;  // one parameter's value
+
+struct Answer {
+  int status = 200;
+  std::string contentType = "application/json";
+  std::string body;
+  std::string command;  // the CLI command giving the same answer ("" for errors before one)
+};
+
+using Params = std::multimap<std::string, std::string>;
+
+class Api {
+ public:
+  // `log` as the user named it (the command lines show it so); files the verbs write go to
+  // `scratch` (a private directory) and are removed after the answer is read. A query running
+  // longer than `timeLimit` is cancelled (503).
+  Api(std::string log, bool symbolize, std::filesystem::path scratch,
+      std::chrono::milliseconds timeLimit);
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+
+  // Opens the log once (building its index when needed), on the calling thread; `cancel` stops
+  // it (replay::Interrupted). Throws.
+  void warmUp(const std::atomic<bool>* cancel);
+  // Answers one request on the calling thread's session (each worker thread keeps its own: a
+  // replay is used by one thread at a time). `request`: the client's name for it ("" none), which
+  // cancel() takes.
+  Answer answer(const std::string& route, const Params& params, const std::string& request);
+  // Cancels the running request of that name (the browser left or asked another question):
+  // its answer is 503. False when none runs.
+  bool cancel(const std::string& request);
+  const std::string& log() const { return log_; }
+
+ private:
+  struct Running {
+    std::atomic<bool>* flag;
+    std::chrono::steady_clock::time_point deadline;
+    std::string request;
+  };
+  void watch();
+
+  std::string log_;
+  bool symbolize_;
+  std::filesystem::path scratch_;
+  std::chrono::milliseconds timeLimit_;
+  std::atomic<uint64_t> serial_{0};
+  std::mutex m_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::unordered_map<uint64_t, Running> running_;  // by serial
+  std::thread watchdog_;
+};
+
+// 'word' quoted for a POSIX shell when it needs it.
+std::string shellWord(const std::string& word);
+
+}  // namespace heapman::cli::serve

@@ -1,0 +1,225 @@
+// heapman serve LOG [--port N] [--listen HOST] [--token T] [--threads N] [--time-limit S]:
+// the log in a browser. One page (its script and style inside the binary) and the JSON API of
+// api.h, over cpp-httplib: a pool of worker threads, each with its own replay of the log (the
+// index file is shared, read-only). Loopback by default; any other address needs a token
+// (given, or a random one printed), which every request must carry (?token= or the
+// X-Heapman-Token header). Ends on SIGINT or SIGTERM.
+#include <httplib.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "../json.h"
+#include "../session.h"
+#include "api.h"
+#include "page.h"
+
+namespace heapman::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kDefaultPort = 8080;
+constexpr size_t kMaxUriBytes = 8192;  // longer request lines: 414 (cpp-httplib's own check)
+
+void options(po::options_description& o, po::positional_options_description&) {
+  o.add_options()("port", po::value<Count>()->value_name("N"),
+                  "TCP port (default 8080; 0: any free port, printed)")(
+      "listen", po::value<std::string>()->value_name("HOST"),
+      "address to listen on (default 127.0.0.1; another needs a token)")(
+      "token", po::value<std::string>()->value_name("TOKEN"),
+      "every request must carry it (?token= or X-Heapman-Token); beyond loopback a random one "
+      "is made when none is given")(
+      "threads", po::value<Count>()->value_name("N"),
+      "worker threads, each with its own replay of the log (default 4)")(
+      "time-limit", po::value<Count>()->value_name("SECONDS"),
+      "cancel a query running longer than this (default 60)");
+  addNoSymbolsOption(o);
+}
+
+bool loopback(const std::string& a) {
+  return a == "localhost" || a == "::1" || a.rfind("127.", 0) == 0;
+}
+
+std::string randomToken() {
+  std::random_device rd;  // the kernel's random source
+  std::string t;
+  static const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) t += hex[rd() % 16];
+  return t;
+}
+
+// Equal without telling by its time how much of the token was right.
+bool sameToken(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+void send(httplib::Response& res, const serve::Answer& a) {
+  res.status = a.status;
+  if (!a.command.empty()) res.set_header("X-Heapman-Command", a.command);
+  res.set_content(a.body, a.contentType.c_str());
+}
+
+void refuse(httplib::Response& res, int status, const std::string& message) {
+  serve::Answer a;
+  a.status = status;
+  a.body = JsonObject().str("error", message).str() + "\n";
+  send(res, a);
+}
+
+int runServe(const std::string& log, const VerbOptions& vm) {
+  std::string listen = vm.count("listen") ? vm["listen"].as<std::string>() : "127.0.0.1";
+  size_t port = vm.count("port") ? vm["port"].as<Count>().n : kDefaultPort;
+  if (port > 65535) throw UsageError("--port: give 0 to 65535");
+  size_t threads = vm.count("threads") ? vm["threads"].as<Count>().n : 4;
+  if (threads == 0 || threads > 64) throw UsageError("--threads: give 1 to 64");
+  size_t limit = vm.count("time-limit") ? vm["time-limit"].as<Count>().n : 60;
+  if (limit == 0) throw UsageError("--time-limit: give 1 second or more");
+  std::string token = vm.count("token") ? vm["token"].as<std::string>() : "";
+  if (!loopback(listen) && token.empty()) token = randomToken();
+  bool symbolize = !vm.count("no-symbols");
+
+  // SIGINT and SIGTERM end the server: blocked in every thread (those made later inherit the
+  // mask), one thread waits for them and stops the index build or the server.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  httplib::Server svr;
+  std::atomic<bool> stopping{false}, done{false};
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop, &sig);
+    stopping = true;
+    while (!done) {  // until listen returns (a stop before it listens would be lost)
+      svr.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  struct Join {
+    std::thread& t;
+    std::atomic<bool>& done;
+    sigset_t set;
+    ~Join() {
+      done = true;
+      pthread_kill(t.native_handle(), SIGTERM);  // ends its sigwait when no signal came
+      t.join();
+      timespec zero{};
+      while (sigtimedwait(&set, nullptr, &zero) > 0) {
+      }  // a signal that came after the first, left pending
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    }
+  } joinStopper{stopper, done, stop};
+
+  // A private directory for the files the verbs write (heap maps, DOT): the program's memory.
+  std::string pattern = (fs::temp_directory_path() / "heapman-serve-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    throw std::runtime_error("cannot make a directory under " +
+                             fs::temp_directory_path().string() + ": " + std::strerror(errno));
+  fs::path scratch = pattern;
+  struct Remove {
+    fs::path p;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } removeScratch{scratch};
+
+  serve::Api api(log, symbolize, scratch, std::chrono::seconds(limit));
+  api.warmUp(&stopping);  // builds the index once, before any worker opens the log
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  svr.set_payload_max_length(64 * 1024);
+  svr.set_read_timeout(10, 0);
+  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    if (req.target.size() > kMaxUriBytes) {
+      refuse(res, 414, "request line too long");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string given = req.has_param("token") ? req.get_param_value("token")
+                                               : req.get_header_value("X-Heapman-Token");
+    if (sameToken(given, token)) return httplib::Server::HandlerResponse::Unhandled;
+    refuse(res, 401,
+           given.empty() ? "this server needs its token: open the URL heapman serve printed"
+                         : "wrong token");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  svr.Get("/", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(serve::pageHtml(), "text/html; charset=utf-8");
+  });
+  svr.Get("/page.js", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(serve::pageScript(), "text/javascript; charset=utf-8");
+  });
+  svr.Get("/page.css", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(serve::pageStyle(), "text/css; charset=utf-8");
+  });
+  svr.Post("/api/cancel", [&](const httplib::Request& req, httplib::Response& res) {
+    std::string r = req.has_param("request") ? req.get_param_value("request") : "";
+    res.set_content(api.cancel(r) ? "{\"cancelled\":true}\n" : "{\"cancelled\":false}\n",
+                    "application/json");
+  });
+  svr.Get(R"(/api/([a-z.]+))", [&](const httplib::Request& req, httplib::Response& res) {
+    serve::Params params(req.params.begin(), req.params.end());
+    std::string request = req.has_param("request") ? req.get_param_value("request") : "";
+    send(res, api.answer(req.matches[1], params, request));
+  });
+  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // an answer of ours (400, 404 with its message)
+    refuse(res, res.status,
+           res.status == 404 ? "no such page: " + req.path.substr(0, 200) + " (the page is /, the "
+                                                                           "answers /api/...)"
+                             : "bad request");
+  });
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr e) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          what = std::string("internal error: ") + x.what();
+        } catch (...) {
+        }
+        refuse(res, 500, what);
+      });
+
+  int bound = port == 0 ? svr.bind_to_any_port(listen)
+                        : (svr.bind_to_port(listen, static_cast<int>(port)) ? static_cast<int>(port)
+                                                                            : -1);
+  if (bound < 0)
+    throw std::runtime_error("cannot listen on " + listen + ":" + std::to_string(port) +
+                             " (in use? give another --port, or 0 for any free one)");
+
+  std::string host = listen.find(':') != std::string::npos ? "[" + listen + "]" : listen;
+  std::printf("heapman serve: %s on http://%s:%d/%s\n", log.c_str(), host.c_str(), bound,
+              token.empty() ? "" : ("?token=" + token).c_str());
+  std::printf("  answers: http://%s:%d/api/blame?at=gc:1 (each names its heapman command in its "
+              "X-Heapman-Command header); Ctrl-C ends\n",
+              host.c_str(), bound);
+  std::fflush(stdout);
+  bool ok = stopping || svr.listen_after_bind();
+  return ok ? kExitOk : kExitBadLog;
+}
+
+}  // namespace
+
+extern const Verb kServeVerb{
+    .name = "serve",
+    .synopsis = "[--port N] [--listen HOST] [--token TOKEN] [--threads N] [--time-limit SECONDS]",
+    .summary = "the log in a browser: a page and a JSON API answering at any point",
+    .options = options,
+    .runFile = runServe,
+    .inShell = false,
+    .serves = true};
+
+}  // namespace heapman::cli

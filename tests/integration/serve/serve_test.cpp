@@ -1,0 +1,343 @@
+// `heapman serve` on a real recorded run of samples/gc_game (bdwgc: levels, frames, GCs, RAM dumps
+// at each level end). Each answer names the heapman command that gives it (X-Heapman-Command);
+// the tests run that command and require the same bytes: blame at five arbitrary moments (not
+// GC points), growth over a range, paths of an object, the heap-map PNG, from many clients at
+// once. Bad parameters get a 4xx with a message; beyond loopback a request without the token is
+// refused. The page, loaded in Debian's headless Chromium, shows the blame `heapman blame` gives.
+#include <catch2/catch.hpp>
+
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/shell.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string q(const std::string& s) { return "'" + s + "'"; }
+
+struct Recorded {
+  std::string dir, log;
+  ~Recorded() { hmtest::removeTempDir(dir); }
+};
+
+const Recorded& recorded() {
+  static Recorded r;
+  if (!r.dir.empty()) return r;
+  r.dir = hmtest::makeTempDir("serve");
+  r.log = r.dir + "/game.hml";
+  hmtest::ShellResult s =
+      hmtest::runShell(q(SERVE_HEAPREC) + " run --ram-dumps event:level_end -o " + q(r.log) +
+                       " -- " + q(SERVE_GC_GAME) + " 3 200 >/dev/null");
+  INFO(s.err);
+  REQUIRE(s.status == 0);
+  return r;
+}
+
+// A running `heapman serve`, stopped (SIGTERM) and reaped at the end of the scope.
+class Server {
+ public:
+  explicit Server(const std::string& args) {
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      std::string cmd = "exec " + q(SERVE_HEAPMAN) + " serve " + args;
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    // The first line: "heapman serve: LOG on http://HOST:PORT/[?token=T]".
+    std::string line;
+    char c;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
+    out_ = out[0];
+    std::smatch m;
+    INFO(line);
+    REQUIRE(std::regex_search(line, m, std::regex(R"(http://[^:]+:(\d+)/(\?token=(\w+))?)")));
+    port = std::stoi(m[1]);
+    token = m[3];
+  }
+  ~Server() { stop(); }
+  // SIGTERM; the exit status.
+  int stop() {
+    if (pid_ <= 0) return status_;
+    ::kill(pid_, SIGTERM);
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    ::close(out_);
+    pid_ = 0;
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return status_;
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+  int port = 0;
+  std::string token;
+
+ private:
+  pid_t pid_ = 0;
+  int out_ = -1;
+  int status_ = -1;
+};
+
+std::string urlOf(const std::string& path, const std::vector<std::pair<std::string, std::string>>& p) {
+  std::string u = path;
+  for (size_t i = 0; i < p.size(); ++i)
+    u += (i ? "&" : "?") + p[i].first + "=" + httplib::detail::encode_query_param(p[i].second);
+  return u;
+}
+
+struct Got {
+  int status = 0;
+  std::string body, command;
+};
+
+Got get(const Server& s, const std::string& url) {
+  httplib::Client c = s.client();
+  auto res = c.Get(url.c_str());
+  REQUIRE(res);
+  return {res->status, res->body, res->get_header_value("X-Heapman-Command")};
+}
+
+// Runs the command an answer names in `dir` (files it writes land there); its stdout.
+std::string runCommand(const std::string& command, const std::string& dir) {
+  REQUIRE(command.rfind("heapman ", 0) == 0);
+  hmtest::ShellResult r =
+      hmtest::runShell("cd " + q(dir) + " && " + q(SERVE_HEAPMAN) + command.substr(7));
+  INFO(command << "\n" << r.err);
+  REQUIRE(r.status == 0);
+  return r.out;
+}
+
+std::string readFile(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+uint64_t lastSeq(const Server& s) {
+  Got info = get(s, "/api/info");
+  REQUIRE(info.status == 200);
+  std::smatch m;
+  REQUIRE(std::regex_search(info.body, m, std::regex(R"("last_seq":(\d+))")));
+  return std::stoull(m[1]);
+}
+
+}  // namespace
+
+TEST_CASE("every answer equals the heapman command it names", "[serve]") {
+  const Recorded& r = recorded();
+  Server s(q(r.log) + " --port 0 --no-symbols");
+  uint64_t last = lastSeq(s);
+  REQUIRE(last > 1000);
+
+  SECTION("blame at five moments between GCs, with stacks") {
+    for (double f : {0.11, 0.27, 0.5, 0.73, 0.96}) {
+      std::string at = "seq:" + std::to_string(static_cast<uint64_t>(f * static_cast<double>(last)));
+      Got g = get(s, urlOf("/api/blame", {{"at", at}, {"top", "50"}, {"stacks", ""}}));
+      INFO(at << " " << g.body);
+      REQUIRE(g.status == 200);
+      CHECK(g.command ==
+            "heapman blame " + r.log + " --no-symbols --at " + at + " --stacks --top 50 --json -");
+      CHECK(g.body.find("\"point\":\"" + at + "\"") != std::string::npos);
+      CHECK(g.body == runCommand(g.command, r.dir));
+    }
+  }
+  SECTION("growth over a range, and types, churn, gcs, events") {
+    std::string from = "seq:" + std::to_string(last / 5), to = "seq:" + std::to_string(last - 7);
+    for (const std::string& url :
+         {urlOf("/api/diff", {{"from", from}, {"to", to}}), urlOf("/api/types", {{"at", to}}),
+          urlOf("/api/churn", {{"from", from}, {"to", to}, {"top", "5"}}),
+          std::string("/api/gcs"), std::string("/api/events")}) {
+      Got g = get(s, url);
+      INFO(url << " " << g.body);
+      REQUIRE(g.status == 200);
+      CHECK(g.body == runCommand(g.command, r.dir));
+    }
+  }
+  SECTION("paths of an object at a dumped GC, as JSON and DOT") {
+    Got objects = get(s, urlOf("/api/objects", {{"at", "level_end#2"}, {"top", "1"}}));
+    REQUIRE(objects.status == 200);
+    std::smatch m;
+    REQUIRE(std::regex_search(objects.body, m, std::regex(R"re("address":"(0x[0-9a-f]+)")re")));
+    std::string address = m[1];
+    Got paths = get(s, urlOf("/api/paths", {{"at", "level_end#2"}, {"address", address}}));
+    INFO(paths.body);
+    REQUIRE(paths.status == 200);
+    CHECK(paths.body == runCommand(paths.command, r.dir));
+    Got dot = get(s, urlOf("/api/paths.dot", {{"at", "level_end#2"}, {"address", address}}));
+    REQUIRE(dot.status == 200);
+    CHECK(dot.command.find("--dot answer.dot") != std::string::npos);
+    runCommand(dot.command, r.dir);
+    CHECK(dot.body.rfind("digraph", 0) == 0);
+    CHECK(dot.body == readFile(r.dir + "/answer.dot"));
+  }
+  SECTION("the heap map's PNG") {
+    std::string at = "seq:" + std::to_string(last / 2 + 3);
+    Got g = get(s, urlOf("/api/map", {{"at", at}, {"color", "type"}}));
+    REQUIRE(g.status == 200);
+    CHECK(g.body.substr(1, 3) == "PNG");
+    runCommand(g.command, r.dir);
+    CHECK(g.body == readFile(r.dir + "/answer.png"));
+  }
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("many clients at once get the answers one client gets", "[serve]") {
+  const Recorded& r = recorded();
+  Server s(q(r.log) + " --port 0 --threads 4 --no-symbols");
+  uint64_t last = lastSeq(s);
+  std::vector<std::string> urls, expected;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 10; ++i) {
+    std::string at = "seq:" + std::to_string(rng() % last);
+    urls.push_back(i % 3 == 2 ? urlOf("/api/types", {{"at", at}, {"top", "20"}})
+                              : urlOf("/api/blame", {{"at", at}, {"top", "20"}}));
+    Got g = get(s, urls.back());
+    REQUIRE(g.status == 200);
+    expected.push_back(runCommand(g.command, r.dir));
+  }
+  std::atomic<int> wrong{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&, c] {
+      httplib::Client cl("127.0.0.1", s.port);
+      cl.set_read_timeout(120, 0);
+      for (int k = 0; k < 10; ++k) {
+        size_t i = static_cast<size_t>(c * 7 + k * 3) % urls.size();
+        auto res = cl.Get(urls[i].c_str());
+        if (!res || res->status != 200)
+          ++failed;
+        else if (res->body != expected[i])
+          ++wrong;
+      }
+    });
+  for (auto& t : clients) t.join();
+  CHECK(failed == 0);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("bad parameters get a 4xx with a message", "[serve]") {
+  const Recorded& r = recorded();
+  Server s(q(r.log) + " --port 0 --no-symbols");
+  struct Case {
+    std::string url;
+    int status;
+    std::string says;
+  };
+  std::vector<Case> cases = {
+      {"/api/blame?at=gc:99999", 404, "this log: seq:"},
+      {"/api/blame?at=nonsense:3", 400, "point"},
+      {"/api/blame?top=100000", 400, "top: give a count from 1 to 1000"},
+      {"/api/blame?top=-1", 400, "top"},
+      {"/api/blame?csv=-", 400, "names a file"},
+      {"/api/blame?exclude=/etc/passwd", 400, "names a file"},
+      {"/api/blame?no-symbols=", 400, "option of the log"},
+      {"/api/blame?frobnicate=1", 400, "not a parameter of /api/blame"},
+      {"/api/blame?stacks=yes", 400, "is a flag"},
+      {"/api/blame?exclude-add=(unclosed", 400, "unclosed"},
+      {"/api/blame?exclude-add=(a)\\1", 400, "backreference"},
+      {"/api/paths?at=level_end#1", 400, ""},
+      {"/api/nosuch", 404, "no such answer"},
+      {"/etc/passwd", 404, "no such page"},
+      {"/api/blame?at=" + std::string(9000, 'x'), 414, ""},
+  };
+  for (const Case& c : cases) {
+    httplib::Client cl = s.client();
+    auto res = cl.Get(c.url.c_str());
+    INFO(c.url.substr(0, 80));
+    REQUIRE(res);
+    INFO(res->body);
+    CHECK(res->status == c.status);
+    CHECK(res->body.find("\"error\":\"") != std::string::npos);
+    CHECK(res->body.find(c.says) != std::string::npos);
+  }
+  // Still serving after all of them.
+  CHECK(get(s, "/api/gcs").status == 200);
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("beyond loopback every request needs the token", "[serve]") {
+  const Recorded& r = recorded();
+  Server s(q(r.log) + " --port 0 --listen 0.0.0.0 --no-symbols");
+  REQUIRE(s.token.size() == 32);  // none given: a random one, printed
+  Got none = get(s, "/api/gcs");
+  CHECK(none.status == 401);
+  CHECK(none.body.find("needs its token") != std::string::npos);
+  CHECK(get(s, "/api/gcs?token=" + std::string(32, '0')).status == 401);
+  CHECK(get(s, "/?token=wrong").status == 401);
+  Got ok = get(s, "/api/gcs?token=" + s.token);
+  CHECK(ok.status == 200);
+  httplib::Client c = s.client();
+  auto res = c.Get("/api/gcs", {{"X-Heapman-Token", s.token}});
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(res->body == ok.body);
+}
+
+TEST_CASE("the page in a headless browser shows the blame heapman gives", "[serve][browser]") {
+  if (std::string(SERVE_CHROMIUM).empty()) {
+    std::printf("SKIP: chromium not found (cmake/deps.sh test installs it)\n");
+    std::exit(4);
+  }
+  const Recorded& r = recorded();
+  Server s(q(r.log) + " --port 0 --no-symbols");
+  Got page = get(s, "/");
+  REQUIRE(page.status == 200);
+  CHECK(page.body.find("page.js") != std::string::npos);
+  std::string profile = r.dir + "/chromium-profile";
+  std::string cmd = q(SERVE_CHROMIUM) +
+                    " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                    q(profile) + " --virtual-time-budget=20000 --dump-dom http://127.0.0.1:" +
+                    std::to_string(s.port) + "/ 2>/dev/null";
+  hmtest::ShellResult dom = hmtest::runShell(cmd);
+  REQUIRE(dom.status == 0);
+  INFO(dom.out.substr(0, 2000));
+  CHECK(dom.out.find("data-js-errors=\"0\"") != std::string::npos);
+  CHECK(dom.out.find("data-state=\"ready\"") != std::string::npos);
+  // The page opens at the end of the log: its blame rows are `heapman blame --at end`'s.
+  std::smatch m;
+  REQUIRE(std::regex_search(dom.out, m, std::regex(R"re(data-point="(seq:\d+)")re")));
+  Got blame = get(s, urlOf("/api/blame", {{"at", m[1]}, {"top", "50"}, {"stacks", ""}}));
+  REQUIRE(blame.status == 200);
+  std::string expected = runCommand(blame.command, r.dir);
+  std::regex fn(R"re("function":"([^"]*)","module")re");
+  std::vector<std::string> functions;
+  size_t stacksAt = expected.find("\"stacks\":");
+  for (auto it = std::sregex_iterator(expected.begin(), expected.begin() + static_cast<long>(stacksAt), fn);
+       it != std::sregex_iterator(); ++it)
+    functions.push_back((*it)[1]);
+  REQUIRE(!functions.empty());
+  size_t table = dom.out.find("id=\"blame\"");
+  REQUIRE(table != std::string::npos);
+  size_t at = table;
+  for (const std::string& f : functions) {
+    size_t cell = dom.out.find("<td class=\"\">" + f + "</td>", at);
+    INFO(f);
+    REQUIRE(cell != std::string::npos);
+    at = cell;
+  }
+}
