@@ -341,3 +341,59 @@ TEST_CASE("the page in a headless browser shows the blame heapman gives", "[serv
     at = cell;
   }
 }
+
+TEST_CASE("random parameters never crash the server: every bad one is a 4xx with a message",
+          "[serve]") {
+  const Recorded& r = recorded();
+  Server s(q(r.log) + " --port 0 --no-symbols --token fuzz");
+  std::mt19937 rng(20261127);
+  auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  const std::vector<std::string> routes = {"blame", "diff",  "churn",   "types",     "allocs",
+                                           "gcs",   "events", "objects", "object",   "refs",
+                                           "paths", "retained", "leaks", "map",      "stacks",
+                                           "paths.dot", "graph.gexf", "info", "nosuch"};
+  const std::vector<std::string> names = {"at", "from", "to", "since", "top", "sort", "type",
+                                          "function", "exclude-add", "address", "by", "depth",
+                                          "color", "size", "layout", "stacks", "born", "csv",
+                                          "output", "max-nodes", "at-each", "gcs", "x"};
+  auto value = [&]() -> std::string {
+    switch (rng() % 12) {
+      case 0: return "gc:" + std::to_string(rng() % 20);
+      case 1: return "seq:" + std::to_string(rng());
+      case 2: return std::to_string(rng());
+      case 3: return "";
+      case 4: return pick({"(", "[a-", "(a)\\1", ".*.*.*.*x", "(?=x)", "\\", "a{100000}"});
+      case 5: return std::string(rng() % 5000, 'a');
+      case 6: return "level_end#" + std::to_string(rng() % 5);
+      case 7: return "0x" + std::to_string(rng());
+      case 8: return pick({"bytes", "objects", "name", "type", "function", "hilbert", "64x64"});
+      case 9: return "-1";
+      case 10: return "%00\xff\xfe";
+      default: return pick({"end", "start", "frame:3", "seq:100"});
+    }
+  };
+  int counts[6] = {};
+  for (int i = 0; i < 300; ++i) {
+    std::vector<std::pair<std::string, std::string>> params;
+    for (unsigned k = rng() % 4; k > 0; --k) params.emplace_back(pick(names), value());
+    if (rng() % 10 != 0) params.emplace_back("token", rng() % 20 == 0 ? "wrong" : "fuzz");
+    std::string url = urlOf("/api/" + pick(routes), params);
+    httplib::Client c = s.client();
+    auto res = c.Get(url.c_str());
+    INFO(url.substr(0, 300));
+    REQUIRE(res);  // the server is alive and answered
+    INFO(res->body.substr(0, 300));
+    CHECK(res->status != 500);
+    if (res->status != 200) {
+      CHECK(res->status >= 400);
+      CHECK(res->status < 600);
+      CHECK(res->body.find("\"error\":\"") != std::string::npos);
+    }
+    ++counts[res->status / 100];
+  }
+  std::printf("fuzz: %d answers, %d refused (4xx), %d 503\n", counts[2], counts[4], counts[5]);
+  CHECK(counts[2] > 0);
+  CHECK(counts[4] > 0);
+  CHECK(get(s, "/api/gcs?token=fuzz").status == 200);
+  CHECK(s.stop() == 0);
+}
