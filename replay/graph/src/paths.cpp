@@ -112,16 +112,14 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
   };
   // The paths: for an address, each start's shortest path to it; for a type, each target's
   // shortest path from the roots (a forward breadth-first search from the super-root), so that
-  // every holder of the type's objects shows when the paths are merged.
-  std::vector<std::vector<uint32_t>> nodePaths;
+  // every holder of the type's objects shows when the paths are merged. `ends` holds the start
+  // (address) or the target (type) of each path, shortest first.
+  std::vector<uint32_t> ends, parent;
+  auto lengthOf = [&](uint32_t e) { return typeRe ? depth[e] : dist[e] + 1; };
   if (!typeRe) {
-    for (uint32_t start : starts) {
-      std::vector<uint32_t> p;
-      for (uint32_t v = start; v != kNoNode; v = dist[v] == 0 ? kNoNode : next[v]) p.push_back(v);
-      nodePaths.push_back(std::move(p));
-    }
+    ends = starts;
   } else {
-    std::vector<uint32_t> parent(n, kNoNode);
+    parent.assign(n, kNoNode);
     depth.assign(n, UINT32_MAX);
     std::vector<uint32_t> fwd{0};
     depth[0] = 0;
@@ -129,27 +127,30 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
       for (uint32_t w : g.out(fwd[head]))
         if (depth[w] == UINT32_MAX) depth[w] = depth[fwd[head]] + 1, parent[w] = fwd[head],
                                     fwd.push_back(w);
-    std::vector<uint32_t> reached;
     for (uint32_t t : targets)
-      if (depth[t] != UINT32_MAX) reached.push_back(t);
-    std::stable_sort(reached.begin(), reached.end(),
+      if (depth[t] != UINT32_MAX) ends.push_back(t);
+    std::stable_sort(ends.begin(), ends.end(),
                      [&](uint32_t x, uint32_t y) { return depth[x] < depth[y]; });
-    for (uint32_t t : reached) {
-      std::vector<uint32_t> p;
-      for (uint32_t v = t; v != 0 && v != kNoNode; v = parent[v]) p.push_back(v);
-      std::reverse(p.begin(), p.end());
-      nodePaths.push_back(std::move(p));
-    }
   }
-  std::vector<uint32_t> infos;
-  for (const std::vector<uint32_t>& p : nodePaths)
-    for (uint32_t v : p)
-      if (g.isObject(v) && g.objectInfo(v)) infos.push_back(g.objectInfo(v) - 1);
-  std::sort(infos.begin(), infos.end());
-  infos.erase(std::unique(infos.begin(), infos.end()), infos.end());
-  a.prepareInfos(infos);
+  // Only the paths listed (the first maxPaths) or drawn (while they fit in maxNodes) are made:
+  // a type matching every object of a big heap has millions of paths. The paths come shortest
+  // first and the picture only grows, so once one is neither listed nor fits, none after it does.
   size_t drawnPaths = 0;
-  for (const std::vector<uint32_t>& nodes : nodePaths) {
+  for (uint32_t e : ends) {
+    bool listed = res.paths.size() < req.maxPaths;
+    bool fits = pic.nodes.size() + lengthOf(e) <= req.maxNodes;
+    if (!listed && !fits) break;
+    std::vector<uint32_t> nodes;
+    if (!typeRe) {
+      for (uint32_t v = e; v != kNoNode; v = dist[v] == 0 ? kNoNode : next[v]) nodes.push_back(v);
+    } else {
+      for (uint32_t v = e; v != 0 && v != kNoNode; v = parent[v]) nodes.push_back(v);
+      std::reverse(nodes.begin(), nodes.end());
+    }
+    std::vector<uint32_t> infos;
+    for (uint32_t v : nodes)
+      if (g.isObject(v) && g.objectInfo(v)) infos.push_back(g.objectInfo(v) - 1);
+    a.prepareInfos(infos);
     std::vector<PathStep> path;
     uint32_t prev = kNoNode;
     for (uint32_t v : nodes) {
@@ -163,7 +164,7 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
       path.push_back(std::move(step));
       prev = v;
     }
-    if (pic.nodes.size() + path.size() <= req.maxNodes) {
+    if (fits) {
       ++drawnPaths;
       uint32_t from = kNoNode;
       for (const PathStep& st : path) {
@@ -180,19 +181,19 @@ PathsResult rootPaths(GraphSession& s, replay::Attribution& a, uint64_t limit,
         from = to;
       }
     }
-    if (res.paths.size() < req.maxPaths) res.paths.push_back(std::move(path));
+    if (listed) res.paths.push_back(std::move(path));
   }
   std::string what = typeRe ? std::to_string(res.targets) + " objects of types matching '" +
                                   req.typeRegex + "'"
                             : hexAddress(g.address(targets[0]));
   pic.title = "paths from the roots to " + what + " at gc:" + std::to_string(g.gc());
   std::string each = typeRe ? "objects" : "roots";
-  if (drawnPaths < nodePaths.size())
+  if (drawnPaths < ends.size())
     pic.note = "shortest paths of " + std::to_string(drawnPaths) + " of " +
-               std::to_string(nodePaths.size()) + " " + each + " drawn (at most " +
+               std::to_string(ends.size()) + " " + each + " drawn (at most " +
                std::to_string(req.maxNodes) + " nodes)";
   else
-    pic.note = "shortest path of each of the " + std::to_string(nodePaths.size()) + " " + each;
+    pic.note = "shortest path of each of the " + std::to_string(ends.size()) + " " + each;
   if (typeRe) pic.note += ", merged per type";
   return res;
 }
