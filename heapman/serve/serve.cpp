@@ -141,6 +141,8 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(64 * 1024);
   svr.set_read_timeout(10, 0);
+  svr.set_keep_alive_max_count(1000);  // a page asks many questions on one connection
+  svr.set_keep_alive_timeout(30);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (req.target.size() > kMaxUriBytes) {
       refuse(res, 414, "request line too long");
