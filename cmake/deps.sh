@@ -24,6 +24,8 @@ if [ "${1:-build}" = test ]; then
   # the graph exporters' files opened by the real tools: xmllint (GEXF 1.3 XSD), networkx with
   # pydot on the system python3 (and Graphviz, above)
   packages+=(libxml2-utils python3-networkx python3-pydot)
+  # leaks --json validated against docs/leaks.schema.json by the real validator
+  packages+=(python3-jsonschema)
   # the HTML report loaded by a real browser (headless, JavaScript errors counted)
   packages+=(chromium)
 fi
