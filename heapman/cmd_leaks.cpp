@@ -143,6 +143,7 @@ std::string leaksJson(const std::string& log, const leaks::LeaksResult& res, boo
         .str("holder_kind", sp.holderKind)
         .str("holder_type", sp.holderType)
         .str("holder_frame", sp.holderFrame)
+        .raw("stacks_too", jsonStrings(sp.stacksToo))
         .str("container", containerText(sp))
         .str("container_type", sp.containerType)
         .str("container_site", sp.containerSite)

@@ -192,9 +192,17 @@ std::string frameHolding(const HeapGraph& g, uint32_t root, uint64_t offset,
     if (fs.empty()) return {};
     const replay::NamedFrame& f = fs.back();  // the function itself, not what it inlined
     // The runtime: what the leaf exclusions name, and on Mono the class library and wrappers
-    // (a thread blocked in Monitor.Wait holds its caller's locals in registers spilled there).
+    // (a thread blocked in Monitor.Wait holds its caller's locals in registers spilled there),
+    // JIT'ed ("System.Threading.Monitor:Wait") or compiled ahead of time (mscorlib.dll.so's
+    // symbols spell the dots as '_': "System_Threading_Monitor_Wait").
+    auto endsWith = [](const std::string& x, const char* tail) {
+      const size_t t = std::strlen(tail);
+      return x.size() >= t && x.compare(x.size() - t, t, tail) == 0;
+    };
     *runtime = a.exclusions().excluded(f) || f.function.rfind("System.", 0) == 0 ||
-               f.function.rfind("Mono.", 0) == 0 || f.function.rfind("(wrapper", 0) == 0;
+               f.function.rfind("Mono.", 0) == 0 || f.function.rfind("(wrapper", 0) == 0 ||
+               f.function.rfind("System_", 0) == 0 || f.function.rfind("Mono_", 0) == 0 ||
+               endsWith(f.module, ".dll.so");
     return f.function;
   };
   const uint64_t first = (8 - (g.address(root) & 7)) & 7;
@@ -247,6 +255,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
 
   graph::DominatorTree domLast;
   std::vector<uint32_t> leaderLast;  // the root groups at the last point
+  std::vector<uint8_t> strongLast;   // its strong roots (the root paths start there first)
   uint32_t stacksLast = kNoNode;
   for (size_t j = 0; j < k; ++j) {
     const HeapGraph& g = s.at(dumped[j]->limit);
@@ -410,6 +419,7 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
       for (uint32_t v = first; v < n; ++v) birthLast[v] = birthOf(v);
       domLast = std::move(dom);
       leaderLast = leader;
+      strongLast = strong;
       stacksLast = stacks;
     }
   }
@@ -628,7 +638,29 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     }
     if (parts.empty()) parts.push_back({at, topChain, fresh[node]});
     for (const Part& part : parts) {
-      const uint32_t cur = part.cur;
+      uint32_t cur = part.cur;
+      // The thread stacks as the container (their words are the entries): where another
+      // thread's stack has words pointing to the entries too (on Mono the main thread's holds
+      // stale copies of a worker's list array), they hang from the stacks directly, not from
+      // the list. The object that points to over half of them is the container then: its
+      // root path starts at the stack, and the frame, of the thread that keeps it.
+      if (h.stack && !g.isObject(cur)) {
+        std::unordered_map<uint32_t, size_t> parents;
+        size_t born = 0;
+        for (uint32_t c = childStart[cur]; c < childStart[cur + 1]; ++c) {
+          uint32_t e = children[c];
+          if (!g.isObject(e) || birthLast[e] < firstLimit) continue;
+          ++born;
+          std::unordered_set<uint32_t> once;
+          for (uint32_t p : s.incoming(e))
+            if (p >= g.firstObject() && p != e && once.insert(p).second) ++parents[p];
+        }
+        uint32_t best = kNoNode;
+        for (const auto& [p, count] : parents)
+          if (best == kNoNode || count > parents[best] || (count == parents[best] && p < best))
+            best = p;
+        if (best != kNoNode && parents[best] * 2 > born) cur = best;
+      }
       const bool chain = part.chain;
       Suspect sp;
       sp.holderKind = h.slot.empty() ? "object" : h.stack ? "stack" : h.range ? "root" : "static";
@@ -858,22 +890,63 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
 
   // Root paths and sentences.
   const std::string per1 = out.event.empty() ? std::string("collection") : out.event;
+  constexpr size_t kPathsCompared = 64;  // root ranges whose paths are weighed, shortest first
   for (Suspect& sp : found) {
+    std::unordered_map<std::string, uint64_t> rootRetained;  // the paths' roots, by label
     graph::PathsRequest pr;
     pr.address = sp.pathAddress;
-    pr.maxPaths = 1;
+    pr.maxPaths = kPathsCompared;
     pr.maxNodes = req.pathNodes;
     if (uint32_t cn = g.objectAt(sp.pathAddress, false); cn != kNoNode && g.isObject(cn)) {
       graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
-      if (!paths.paths.empty()) sp.path = paths.paths.front();
+      // The path starts at the root that will still hold the container later: the holder's
+      // own range (a static word, a root table), else any strong root (statics, GC handles,
+      // the finalization queue, registered roots, uncollectable objects), before a thread's
+      // stack, whose words go when its frames return; of those, the shortest (rootPaths lists
+      // them shortest first). A stack that holds it too is said.
+      auto startOf = [](const std::vector<graph::PathStep>& p) { return p.front().node.node; };
+      auto rank = [&](const std::vector<graph::PathStep>& p) {
+        const uint32_t root = startOf(p);
+        if (sp.holderKind == "stack")  // what only stacks keep: the stack that keeps it
+          return root && root <= g.rootCount() && stackRoot(g.root(root).source) ? 0 : 1;
+        if (root == 0 || root > g.rootCount()) return 0;  // an uncollectable object
+        if (root < strongLast.size() && strongLast[root]) return 0;
+        return stackRoot(g.root(root).source) ? 2 : 1;  // 1: the runtime's own static data
+      };
+      const std::vector<graph::PathStep>* chosen = nullptr;
+      for (const auto& p : paths.paths)
+        if (!p.empty() && (!chosen || rank(p) < rank(*chosen))) chosen = &p;
+      if (chosen) {
+        sp.path = *chosen;
+        std::unordered_set<std::string> said;
+        for (const auto& p : paths.paths) {
+          const uint32_t root = p.empty() ? 0 : startOf(p);
+          if (&p == chosen || root == 0 || root > g.rootCount() ||
+              !stackRoot(g.root(root).source) || startOf(*chosen) == root)
+            continue;
+          if (said.insert(p.front().node.type).second) sp.stacksToo.push_back(p.front().node.type);
+        }
+      }
+      for (const auto& p : paths.paths)
+        if (!p.empty() && startOf(p) <= g.rootCount() && dom.idom[startOf(p)] != UINT32_MAX)
+          rootRetained[p.front().node.type] = dom.retained[startOf(p)];
       sp.picture = std::move(paths.picture);
     }
     // One size: the path's retained sizes from the dominator tree the holders are judged by
     // (without transient references), so that the holder's step shows the last of its
-    // retained sizes at the points.
+    // retained sizes at the points; the picture's nodes too (objects by address, roots by
+    // label), so that the DOT says the numbers the table and the JSON do.
     for (graph::PathStep& st : sp.path)
       if (uint32_t v = st.node.node; v < n && dom.idom[v] != UINT32_MAX)
         st.node.retained = dom.retained[v];
+    for (graph::ExportNode& en : sp.picture.nodes) {
+      if (en.address) {
+        if (uint32_t v = g.objectAt(en.address, false); v != kNoNode && dom.idom[v] != UINT32_MAX)
+          en.retained = dom.retained[v];
+      } else if (auto it = rootRetained.find(en.label); it != rootRetained.end() && en.count <= 1) {
+        en.retained = it->second;
+      }
+    }
     // The thread stacks: named by the stack the path starts at and the frame that holds the
     // word ("thread 2 (ai) frame ai_worker_loop").
     if (sp.holderKind == "stack" && !sp.path.empty() && sp.path.front().node.kind == "root") {
@@ -942,6 +1015,12 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
         text += sizeText(sp.entryKeeps);
       text += " alive";
       if (!sp.entrySite.empty()) text += "; entries added by " + sp.entrySite;
+    }
+    if (!sp.stacksToo.empty()) {
+      std::string also;
+      for (size_t i = 0; i < sp.stacksToo.size(); ++i)
+        also += (i == 0 ? "" : i + 1 == sp.stacksToo.size() ? " and " : ", ") + sp.stacksToo[i];
+      text += "; " + also + " also point" + (sp.stacksToo.size() == 1 ? "s" : "") + " to it";
     }
     sp.sentence = text;
   }

@@ -5,11 +5,39 @@ validator below, which knows the keywords the schema uses), no object repeats a 
 suspect's root path shows its holder's size: some step retains the last of the suspect's
 retained_at_points (one size definition for the path and the points).
 
-  check_leaks_json.py SCHEMA ANSWER     exit 0 when it passes, 1 with the reasons
+With --dot-dir DIR (the answer's `heapman leaks --dot-dir DIR`), each suspect's picture
+DIR/suspect-N.dot draws the objects of its path with the sizes and retained sizes the JSON says
+(one size in the JSON and the DOT).
+
+  check_leaks_json.py SCHEMA ANSWER [--dot-dir DIR]    exit 0 when it passes, 1 with the reasons
 """
 import json
+import os
 import re
 import sys
+
+
+def bytes_text(b):
+    """The DOT's sizes, as replay/graph's bytesText writes them."""
+    if b < 1024:
+        return f"{b} B"
+    if b < 1 << 20:
+        return f"{b / 1024.0:.1f} KiB"
+    if b < 1 << 30:
+        return f"{b / 1048576.0:.1f} MiB"
+    return f"{b / 1073741824.0:.2f} GiB"
+
+
+def dot_sizes(path):
+    """address -> (size, retained) text of the objects a picture draws one by one."""
+    with open(path) as f:
+        text = f.read()
+    out = {}
+    for label in re.findall(r'label="((?:[^"\\]|\\.)*)"', text):
+        m = re.search(r"\\n(0x[0-9a-f]+), ([^\\]+)(?:\\nretains ([^\\]+))?", label)
+        if m:
+            out[m.group(1)] = (m.group(2), m.group(3))
+    return out
 
 
 def no_duplicates(pairs):
@@ -67,6 +95,7 @@ def small_validate(schema, value, root, where, errors):
 
 def main():
     schema_path, answer_path = sys.argv[1:3]
+    dot_dir = sys.argv[4] if len(sys.argv) > 4 and sys.argv[3] == "--dot-dir" else None
     with open(schema_path) as f:
         schema = json.load(f)
     errors = []
@@ -92,6 +121,19 @@ def main():
                 last not in [p.get("retained") for p in steps]:
             errors.append(f"suspect {s.get('rank')}: no step of its path retains {last} bytes, the "
                           f"last of its retained_at_points: {[p.get('retained') for p in steps]}")
+    for s in answer.get("suspects", []) if dot_dir else []:
+        dot = os.path.join(dot_dir, f"suspect-{s.get('rank')}.dot")
+        if not os.path.exists(dot):
+            errors.append(f"{dot}: missing")
+            continue
+        drawn = dot_sizes(dot)
+        for p in answer.get("paths", []):
+            if p.get("suspect") != s.get("rank") or p.get("node") not in drawn:
+                continue
+            want = (bytes_text(p["size"]), bytes_text(p["retained"]) if p["retained"] else None)
+            if drawn[p["node"]] != want:
+                errors.append(f"{dot}: {p['node']} drawn with size, retained {drawn[p['node']]}, "
+                              f"the JSON's path says {want}")
     for e in errors:
         print(e)
     print(f"{answer_path}: {len(errors)} problems ({how})")

@@ -121,7 +121,11 @@ struct Suspect {
   uint64_t keptCount = 0;          // objects of it per entry (rounded)
   uint64_t pathAddress = 0;        // where the path leads: the container, or when that is a
                                    // root range (or the stacks) its first entry
-  std::vector<graph::PathStep> path;  // root first, container (or that entry) last
+  std::vector<graph::PathStep> path;  // root first, container (or that entry) last: from the
+                                      // root that will hold it longest (a static, a GC handle,
+                                      // the finalization queue before a thread's stack)
+  std::vector<std::string> stacksToo;  // other thread stacks with a path to it ("thread 0 (main)
+                                       // stack"): they hold it too, for now
   graph::ExportGraph picture;
   std::string sentence;
 };
