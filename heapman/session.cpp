@@ -93,7 +93,7 @@ bool Session::holdsMemory() const {
 }
 
 std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
-                                       const std::atomic<bool>* cancel) {
+                                       const std::atomic<bool>* cancel, bool useIndex) {
   auto s = std::make_unique<Session>();
   s->path = path;
   s->symbolize = symbolize;
@@ -103,6 +103,8 @@ std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
   o.progress = [bar = s->progress](uint64_t d, uint64_t t) { (*bar)(d, t); };
   o.intactPrefix = true;
   o.cancel = cancel;  // a damaged log: answer over its intact chunks, say so, exit 1
+  o.useIndex = useIndex;
+  if (consoleCaptured()) o.notes = nullptr;  // a server's worker: no stderr of its own
   try {
     s->replay = std::make_unique<replay::Replay>(path, o);
   } catch (const log::FormatError& e) {

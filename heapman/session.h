@@ -45,8 +45,11 @@ struct Session {
 
   // Opens a log and its index (building it with a progress bar when needed). Throws.
   // `cancel`: when it reads true, the index build or a later seek throws replay::Interrupted.
+  // `useIndex` false: no index file is read or written (a log still being written: the index
+  // pass runs in memory).
   static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
-                                       const std::atomic<bool>* cancel = nullptr);
+                                       const std::atomic<bool>* cancel = nullptr,
+                                       bool useIndex = true);
   // The log holds the program's memory (RAM dump chunks): files made from it are private (0600).
   bool holdsMemory() const;
 };

@@ -4,11 +4,13 @@
 #include <iterator>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "../json.h"
 #include "../output.h"
 #include "../session.h"
 #include "../verbs.h"
+#include "heapman/logformat/reader.h"
 #include "heapman/replay/replay.h"
 
 namespace heapman::cli::serve {
@@ -82,7 +84,23 @@ std::string messageOf(const std::string& err, const std::string& verb) {
 
 // This thread's session on the log, and the flag its replay polls.
 thread_local std::unique_ptr<Session> tSession;
+thread_local uint64_t tGeneration = 0;  // of the followed log when tSession was opened
 thread_local std::atomic<bool> tCancel{false};
+
+uint64_t fileBytes(const std::string& path) {
+  std::error_code ec;
+  uint64_t n = fs::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+// Whether the recorder finished the log (its footer is there).
+bool logComplete(const std::string& path) {
+  try {
+    return log::LogReader::open(path).end().complete;
+  } catch (...) {
+    return false;
+  }
+}
 
 std::string readFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -125,11 +143,13 @@ std::string shellWord(const std::string& word) {
   return out + "'";
 }
 
-Api::Api(std::string log, bool symbolize, fs::path scratch, std::chrono::milliseconds timeLimit)
+Api::Api(std::string log, bool symbolize, fs::path scratch, std::chrono::milliseconds timeLimit,
+         bool follow)
     : log_(std::move(log)),
       symbolize_(symbolize),
       scratch_(std::move(scratch)),
       timeLimit_(timeLimit),
+      follow_(follow),
       watchdog_([this] { watch(); }) {}
 
 Api::~Api() {
@@ -167,7 +187,53 @@ bool Api::cancel(const std::string& request) {
   return found;
 }
 
-void Api::warmUp(const std::atomic<bool>* cancel) { (void)Session::open(log_, symbolize_, cancel); }
+void Api::warmUp(const std::atomic<bool>* cancel) {
+  for (;;) {
+    try {
+      bool complete = logComplete(log_);
+      auto s = Session::open(log_, symbolize_, cancel, complete);
+      complete_ = complete;
+      logBytes_ = fileBytes(log_);
+      return;
+    } catch (const replay::Interrupted&) {
+      throw;
+    } catch (...) {
+      // A log being written may not exist yet or hold no whole chunk: wait for it.
+      if (!follow_ || (cancel && cancel->load())) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    if (cancel && cancel->load()) throw replay::Interrupted();
+  }
+}
+
+void Api::follow(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    uint64_t bytes = fileBytes(log_);
+    if (bytes == logBytes_.load() || complete_.load()) continue;
+    try {
+      // Until the recorder wrote the footer no index file is written: each growth would make
+      // it stale. Once complete, this thread writes it, before any worker reopens the log.
+      bool complete = logComplete(log_);
+      auto s = Session::open(log_, symbolize_, &stop, complete);
+      complete_ = complete;
+    } catch (...) {
+      continue;  // a chunk half written: the next look sees it whole
+    }
+    logBytes_ = bytes;
+    ++generation_;
+  }
+}
+
+std::string Api::status() const {
+  return JsonObject()
+             .boolean("follow", follow_)
+             .num("generation", generation_.load())
+             .num("log_bytes", logBytes_.load())
+             .boolean("complete", complete_.load())
+             .str() +
+         "\n";
+}
 
 Answer Api::answer(const std::string& path, const Params& params, const std::string& request) {
   const Route* route = findRoute(path);
@@ -264,9 +330,11 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
   // This thread's session, opened on its first request.
   Console console;
   ConsoleScope scope(console);
+  if (tSession && follow_ && tGeneration != generation_.load()) tSession.reset();  // it grew
   if (!tSession) {
     try {
-      tSession = Session::open(log_, symbolize_, &tCancel);
+      tGeneration = generation_.load();
+      tSession = Session::open(log_, symbolize_, &tCancel, !follow_ || complete_.load());
     } catch (...) {
       reportError("serve");
       return error(500, messageOf(console.err, "serve"), command);

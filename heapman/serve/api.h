@@ -44,15 +44,24 @@ class Api {
   // `log` as the user named it (the command lines show it so); files the verbs write go to
   // `scratch` (a private directory) and are removed after the answer is read. A query running
   // longer than `timeLimit` is cancelled (503).
+  // `follow`: the log is being written (heapman serve --follow): when it grows, the next
+  // request on each worker reopens it (see follow()).
   Api(std::string log, bool symbolize, std::filesystem::path scratch,
-      std::chrono::milliseconds timeLimit);
+      std::chrono::milliseconds timeLimit, bool follow = false);
   ~Api();
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
 
   // Opens the log once (building its index when needed), on the calling thread; `cancel` stops
-  // it (replay::Interrupted). Throws.
+  // it (replay::Interrupted). Throws. Following, it waits until the log has a readable chunk.
   void warmUp(const std::atomic<bool>* cancel);
+  // Following: checks every 250 ms whether the log grew; when it did, opens it once on this
+  // thread (the index, once the log is complete, is written here and nowhere else) and moves
+  // the generation on, so that each worker reopens it before its next answer. Returns when
+  // `stop` reads true.
+  void follow(const std::atomic<bool>& stop);
+  // {"follow":..., "generation":N, "log_bytes":N, "complete":...}: what the page polls.
+  std::string status() const;
   // Answers one request on the calling thread's session (each worker thread keeps its own: a
   // replay is used by one thread at a time). `request`: the client's name for it ("" none), which
   // cancel() takes.
@@ -74,6 +83,10 @@ class Api {
   bool symbolize_;
   std::filesystem::path scratch_;
   std::chrono::milliseconds timeLimit_;
+  bool follow_;
+  std::atomic<uint64_t> generation_{0};  // moves on when the followed log grew
+  std::atomic<uint64_t> logBytes_{0};
+  std::atomic<bool> complete_{false};  // the followed log has its footer
   std::atomic<uint64_t> serial_{0};
   std::mutex m_;
   std::condition_variable wake_;

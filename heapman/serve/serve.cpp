@@ -1,4 +1,4 @@
-// heapman serve LOG [--port N] [--listen HOST] [--token T] [--threads N] [--time-limit S]:
+// heapman serve LOG [--port N] [--listen HOST] [--token T] [--threads N] [--time-limit S] [--follow]:
 // the log in a browser. One page (its script and style inside the binary) and the JSON API of
 // api.h, over cpp-httplib: a pool of worker threads, each with its own replay of the log (the
 // index file is shared, read-only). Loopback by default; any other address needs a token
@@ -40,7 +40,8 @@ void options(po::options_description& o, po::positional_options_description&) {
       "threads", po::value<Count>()->value_name("N"),
       "worker threads, each with its own replay of the log (default 4)")(
       "time-limit", po::value<Count>()->value_name("SECONDS"),
-      "cancel a query running longer than this (default 60)");
+      "cancel a query running longer than this (default 60)")(
+      "follow", "the log is being written: wait for it, and show what it gains as it grows");
   addNoSymbolsOption(o);
 }
 
@@ -136,8 +137,11 @@ int runServe(const std::string& log, const VerbOptions& vm) {
     }
   } removeScratch{scratch};
 
-  serve::Api api(log, symbolize, scratch, std::chrono::seconds(limit));
-  api.warmUp(&stopping);  // builds the index once, before any worker opens the log
+  bool follow = vm.count("follow") > 0;
+  serve::Api api(log, symbolize, scratch, std::chrono::seconds(limit), follow);
+  // The index is built once, on this thread, before any worker opens the log (following, once
+  // the URL is out: the log may not exist yet).
+  if (!follow) api.warmUp(&stopping);
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(64 * 1024);
   svr.set_read_timeout(10, 0);
@@ -165,6 +169,9 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   });
   svr.Get("/page.css", [&](const httplib::Request&, httplib::Response& res) {
     res.set_content(serve::pageStyle(), "text/css; charset=utf-8");
+  });
+  svr.Get("/api/status", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(api.status(), "application/json");
   });
   svr.Post("/api/cancel", [&](const httplib::Request& req, httplib::Response& res) {
     std::string r = req.has_param("request") ? req.get_param_value("request") : "";
@@ -209,6 +216,21 @@ int runServe(const std::string& log, const VerbOptions& vm) {
               "X-Heapman-Command header); Ctrl-C ends\n",
               host.c_str(), bound);
   std::fflush(stdout);
+  if (follow) {  // the URL is out already; requests wait in the socket's queue meanwhile
+    std::fprintf(stderr, "heapman serve: waiting for %s to hold a whole chunk...\n", log.c_str());
+    api.warmUp(&stopping);
+  }
+  std::thread follower;
+  if (follow) follower = std::thread([&] { api.follow(stopping); });
+  struct JoinFollower {
+    std::thread& t;
+    std::atomic<bool>& stopping;
+    ~JoinFollower() {
+      if (!t.joinable()) return;
+      stopping = true;
+      t.join();
+    }
+  } joinFollower{follower, stopping};
   bool ok = stopping || svr.listen_after_bind();
   return ok ? kExitOk : kExitBadLog;
 }
@@ -217,7 +239,8 @@ int runServe(const std::string& log, const VerbOptions& vm) {
 
 extern const Verb kServeVerb{
     .name = "serve",
-    .synopsis = "[--port N] [--listen HOST] [--token TOKEN] [--threads N] [--time-limit SECONDS]",
+    .synopsis =
+        "[--port N] [--listen HOST] [--token TOKEN] [--threads N] [--time-limit SECONDS] [--follow]",
     .summary = "the log in a browser: a page and a JSON API answering at any point",
     .options = options,
     .runFile = runServe,

@@ -227,21 +227,66 @@ async function chooseRange(from, to) {
   fillTable('diff', rows, columns);
 }
 
+// The timeline from the log as it is now; false when an answer failed.
+async function loadTimeline() {
+  const [i, g, e] = await Promise.all([ask('info', 'info', {}), ask('gcs', 'gcs', {}),
+    ask('events', 'events', {})]);
+  if (i.aborted || g.aborted) return false;
+  if (i.error || g.error) throw new Error(i.error || g.error);
+  info = i.body;
+  gcs = g.body.gcs || [];
+  firstSeq = info.first_seq;
+  endSeq = Math.max(info.last_seq, firstSeq + 1);
+  root.dataset.gcs = String(gcs.length);
+  document.getElementById('log').textContent = info.file;
+  document.getElementById('facts').textContent = (info.header.command_line || []).join(' ') +
+    ' - ' + info.events + ' events, ' + gcs.length + ' GCs' + (following ? ' (live)' : '');
+  drawTimeline(e.error || e.aborted ? [] : (e.body.events || []));
+  return true;
+}
+
+// heapman serve --follow: the log grows while the page is open. Each second the page asks
+// whether it did; then the timeline is drawn again and, unless a moment was clicked, the answers
+// follow the end of the log.
+let following = false, generation = 0, atEnd = true;
+svg.addEventListener('mouseup', () => { atEnd = false; }, true);
+
+async function poll() {
+  try {
+    const s = await (await fetch('api/status' + (token ? '?token=' + encodeURIComponent(token) : ''))).json();
+    if (s.generation !== generation) {
+      generation = s.generation;
+      root.dataset.generation = String(generation);
+      if (await loadTimeline()) {
+        if (atEnd) await choosePoint(info.last_seq);
+        else drawCursorAgain();
+      }
+    }
+    if (s.complete) return;  // the recorder finished the log: nothing more will come
+  } catch (e) {
+    if (String(e).indexOf('Failed to fetch') < 0) throw e;  // the server stopped: stop asking
+    return;
+  }
+  setTimeout(poll, 1000);
+}
+
+function drawCursorAgain() {
+  const m = /^seq:(\d+)$/.exec(root.dataset.point || '');
+  if (!m) return;
+  const cursor = document.getElementById('cursor');
+  cursor.setAttribute('x1', xOf(Number(m[1])));
+  cursor.setAttribute('x2', xOf(Number(m[1])));
+}
+
 async function start() {
   setBusy(+1);
   try {
-    const [i, g, e] = await Promise.all([ask('info', 'info', {}), ask('gcs', 'gcs', {}),
-      ask('events', 'events', {})]);
-    if (i.error || g.error) throw new Error(i.error || g.error);
-    info = i.body;
-    gcs = g.body.gcs || [];
-    firstSeq = info.first_seq;
-    endSeq = Math.max(info.last_seq, firstSeq + 1);
-    document.getElementById('log').textContent = info.file;
-    document.getElementById('facts').textContent = (info.header.command_line || []).join(' ') +
-      ' - ' + info.events + ' events, ' + gcs.length + ' GCs';
-    drawTimeline(e.error ? [] : (e.body.events || []));
+    const s = await (await fetch('api/status' + (token ? '?token=' + encodeURIComponent(token) : ''))).json();
+    following = s.follow;
+    generation = s.generation;
+    await loadTimeline();
     await choosePoint(info.last_seq);
+    if (following && !s.complete) setTimeout(poll, 1000);
   } finally {
     setBusy(-1);
   }

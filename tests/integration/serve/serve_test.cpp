@@ -397,3 +397,58 @@ TEST_CASE("random parameters never crash the server: every bad one is a 4xx with
   CHECK(get(s, "/api/gcs?token=fuzz").status == 200);
   CHECK(s.stop() == 0);
 }
+
+TEST_CASE("following a log being written shows its collections as they happen",
+          "[serve][live]") {
+  if (std::string(SERVE_GUILE).empty()) {
+    std::printf("SKIP: guile not found (cmake/deps.sh test installs guile-3.0)\n");
+    std::exit(4);
+  }
+  std::string dir = hmtest::makeTempDir("serve-live");
+  std::string log = dir + "/live.hml";
+  // guile collecting 40 times, 100 ms apart, recorded in the background.
+  std::string script = "(let loop ((i 0) (keep '())) (when (< i 40) (gc) (usleep 100000) "
+                       "(loop (+ i 1) (cons (make-vector 1000 i) keep))))";
+  pid_t rec = ::fork();
+  REQUIRE(rec >= 0);
+  if (rec == 0) {
+    ::setenv("GUILE_AUTO_COMPILE", "0", 1);
+    ::execl(SERVE_HEAPREC, SERVE_HEAPREC, "run", "-o", log.c_str(), "--", SERVE_GUILE,
+            "--no-auto-compile", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  {
+    Server s(q(log) + " --port 0 --follow --no-symbols");
+    // Poll the GC table while the program runs: the number of GCs must rise, step by step.
+    std::vector<size_t> seen;
+    bool running = true;
+    for (int i = 0; i < 200 && running; ++i) {
+      int st = 0;
+      running = ::waitpid(rec, &st, WNOHANG) == 0;
+      Got g = get(s, "/api/gcs");
+      REQUIRE(g.status == 200);
+      std::smatch m;
+      REQUIRE(std::regex_search(g.body, m, std::regex(R"re("count":"(\d+)")re")));
+      size_t n = std::stoul(m[1]);
+      if (running && (seen.empty() || n != seen.back())) seen.push_back(n);
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+    if (running) ::waitpid(rec, nullptr, 0);
+    INFO("GC counts seen while guile ran:" << [&] {
+      std::string t;
+      for (size_t n : seen) t += " " + std::to_string(n);
+      return t;
+    }());
+    CHECK(seen.size() >= 3);
+    CHECK(std::is_sorted(seen.begin(), seen.end()));
+    // Once the log is complete the server's answers are the CLI's on the finished log.
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    Got status = get(s, "/api/status");
+    CHECK(status.body.find("\"complete\":true") != std::string::npos);
+    Got gcs = get(s, "/api/gcs");
+    REQUIRE(gcs.status == 200);
+    CHECK(gcs.body == runCommand(gcs.command, dir));
+    CHECK(s.stop() == 0);
+  }
+  hmtest::removeTempDir(dir);
+}
