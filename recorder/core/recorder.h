@@ -87,6 +87,7 @@ struct State {
   std::atomic<uint32_t> lagWaiters{0};  // threads asleep on it
   std::atomic<uint64_t> lagWaits{0}, lagWaitNs{0};  // how often and how long (HEAPMAN_STATS)
   std::atomic<uint64_t> fullWaits{0}, fullWaitNs{0};  // how often and how long (HEAPMAN_STATS)
+  std::atomic<uint64_t> ringGrowths{0};  // rings doubled (ring.h, Growth; HEAPMAN_STATS)
   int pid = 0;                             // the recorded process (a fork child updates it)
   int parentPid = 0;                       // for a forked child's log header
   pthread_key_t threadKey{};
@@ -264,7 +265,9 @@ __attribute__((always_inline)) inline RawEvent* beginAllocationWithSlot(Ring* r,
   const uint64_t head = r->head.load(std::memory_order_relaxed);
   const uint64_t capacity = r->capacity, at = head & (capacity - 1);
   const uint64_t fill = head - r->cachedTail;
-  const bool simple = r->lostPending == 0 && at + kSize <= capacity && fill + kSize <= capacity &&
+  // at - 1 < capacity - kSize: fits before the end, and not at offset 0, where the ring may grow
+  // (ring.h, Growth; begin() does that).
+  const bool simple = r->lostPending == 0 && at - 1 < capacity - kSize && fill + kSize <= capacity &&
                       (fill > capacity / 2 || fill + kSize <= capacity / 2) &&
                       r->lastTsc <= g.lagDeadline.load(std::memory_order_relaxed);
   if (__builtin_expect(!simple, 0))

@@ -18,14 +18,17 @@
 
 namespace heapman::rec {
 
-Ring* ringCreate(uint32_t index, uint64_t capacity) {
+Ring* ringCreate(uint32_t index, uint64_t capacity, uint64_t maxCapacity) {
+  if (capacity > maxCapacity) capacity = maxCapacity;
   size_t header = (sizeof(Ring) + 4095) & ~size_t{4095};
-  size_t length = header + capacity;
+  size_t length = header + maxCapacity;
   void* m = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   Ring* r = new (m) Ring();
   r->index = index;
   r->capacity = capacity;
+  r->maxCapacity = maxCapacity;
+  r->layout.store(static_cast<uint64_t>(__builtin_ctzll(capacity)), std::memory_order_relaxed);
   r->data = static_cast<uint8_t*>(m) + header;
   r->mapLength = length;
   return r;
@@ -86,11 +89,15 @@ __attribute__((noinline, cold)) bool waitForRoom(Ring* r, uint64_t head, uint64_
   for (int round = 0; head + total - r->cachedTail > r->capacity;
        r->cachedTail = r->tail.load(std::memory_order_acquire), ++round) {
     if (round == 0 || (round & 63) == 0) {
+      r->wantGrow = r->capacity < r->maxCapacity;
       g.ringFull.store(1, std::memory_order_relaxed);  // even during a collection
       needWriter(true);
       wakeWriter();
     }
     if (round > 20000 || g.stop.load(std::memory_order_relaxed)) {
+      // A fatal signal is ending the process: wait for it as waitForWriter does. A smaller
+      // ring (ring.h, Growth) is full far more often than a 32 MiB one was when it comes.
+      if (g.crashing.load(std::memory_order_acquire)) parkForCrash();
       ++r->lostPending;
       return false;
     }
@@ -106,6 +113,25 @@ __attribute__((noinline, cold)) bool waitForRoom(Ring* r, uint64_t head, uint64_
   g.fullWaits.fetch_add(1, std::memory_order_relaxed);
   g.fullWaitNs.fetch_add(monotonicNs() - waitStart, std::memory_order_relaxed);
   return true;
+}
+
+// The ring wraps to offset 0 at `head` and the writer fell half a ring behind since it last grew
+// (wantGrow): doubles it if `head` is a switch position and the consumer has passed the last one
+// (ring.h, Growth); otherwise a later wrap will.
+__attribute__((noinline, cold)) void growAtWrap(Ring* r, uint64_t head) {
+  const uint64_t capacity = r->capacity;
+  if (capacity >= r->maxCapacity) {
+    r->wantGrow = false;
+    return;
+  }
+  if (((head / capacity) & 1) == 0) return;  // an even multiple: the next wrap is odd
+  const uint64_t switchAt = r->layout.load(std::memory_order_relaxed) & ~uint64_t{63};
+  if (r->tail.load(std::memory_order_acquire) < switchAt) return;  // the last switch is unread
+  r->capacity = 2 * capacity;
+  r->layout.store(head | static_cast<uint64_t>(__builtin_ctzll(2 * capacity)),
+                  std::memory_order_release);
+  r->wantGrow = false;
+  g.ringGrowths.fetch_add(1, std::memory_order_relaxed);
 }
 
 // The kLost record of the events this thread dropped, at `head`, numbered `lostSeq`, before the
@@ -134,7 +160,7 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
     waitForWriter();
   uint32_t size = static_cast<uint32_t>(
       (sizeof(RawEvent) + nframes * sizeof(uint64_t) + extraLen + 7) & ~uint64_t{7});
-  const uint64_t mask = r->capacity - 1;
+  uint64_t mask = r->capacity - 1;
   // Room for a pending kLost record too, so that a drop is reported before the next event.
   uint32_t need = size + (r->lostPending ? static_cast<uint32_t>(sizeof(RawEvent)) : 0);
   uint64_t head = r->head.load(std::memory_order_relaxed);
@@ -149,6 +175,10 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
   // Wake the writer as the ring crosses half full (it also wakes every millisecond).
   uint64_t fill = head - r->cachedTail;
   if (fill <= r->capacity / 2 && fill + total > r->capacity / 2) {
+    // Half full by the producer's copy of the tail; by the real one, the writer is behind.
+    if (r->capacity < r->maxCapacity &&
+        head + total - r->tail.load(std::memory_order_acquire) > r->capacity / 2)
+      r->wantGrow = true;
     needWriter(true);
     wakeWriter();
   }
@@ -157,6 +187,14 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
     pad->size = static_cast<uint32_t>(contiguous);
     pad->kind = Kind::kPad;
     head += contiguous;
+    // Published alone, so that commit() finds the record at the head even if the ring grows.
+    r->head.store(head, std::memory_order_release);
+  }
+  // Every wrap comes here (beginAllocationWithSlot leaves offset 0 to begin()). The room found
+  // above holds in a larger ring too.
+  if ((head & mask) == 0 && head != 0 && __builtin_expect(r->wantGrow, 0)) {
+    growAtWrap(r, head);
+    mask = r->capacity - 1;
   }
   // Busy before taking a number. Relaxed is enough: the fetch_add below is a release (and on
   // x86 a locked instruction) that keeps this store before it. A writer that reads the counter

@@ -117,12 +117,28 @@ struct StackMemo {
 };
 inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 
+// Growth: a ring is mapped at its largest (State::ringBytes) but used at `capacity`, a power of
+// two that starts smaller for every thread but the first (kFirstRingBytes) and doubles while the
+// writer falls more than half a ring behind it, so that many threads that record little keep
+// little resident (a ring's pages stay resident once written). The producer doubles it only
+// where it wraps to offset 0 at a position P that is an odd multiple of C, the old capacity:
+// from P on, positions map to offsets by the new mask, so the new records fill [C, 2C) first
+// (pages never used) and reach [0, C) again only 2C after the consumer's tail, when the old
+// records there have been read. The consumer maps a position below P by the old mask: `layout`
+// holds P and log2 of the capacity in one word (P is a multiple of 64 KiB), stored before the
+// head that publishes anything at P, and one switch at a time (the producer grows again only
+// once the tail has passed the last P). ringOffset() is the consumer's side.
+inline constexpr uint64_t kFirstRingBytes = 1u << 20;
+
 struct alignas(64) Ring {
   // Fixed: written before the ring is published, read by both sides. A line of its own: the
   // producer reads capacity and data on every event, and a line the writer also writes would be
-  // taken from it each time (writerSlotStack changes with every new stack).
-  uint64_t capacity = 0;    // bytes of data, a power of two
+  // taken from it each time (writerSlotStack changes with every new stack). capacity and layout
+  // change only as the ring grows (a few times in its life).
+  uint64_t capacity = 0;    // bytes of data in use, a power of two (the producer's; see Growth)
   uint8_t* data = nullptr;
+  uint64_t maxCapacity = 0;  // bytes of data mapped: what capacity may grow to
+  std::atomic<uint64_t> layout{0};  // the last switch position | log2(capacity) (see Growth)
   uint32_t index = 0;       // recorder thread index
   size_t mapLength = 0;
   pthread_t thread{};       // the producing thread, and its stack bounds (0 when unknown)
@@ -135,6 +151,7 @@ struct alignas(64) Ring {
   std::atomic<uint32_t> closed{0};    // the thread exited; no more records
   uint64_t lostPending = 0;           // events dropped, to be reported by a kLost record
   uint64_t cachedTail = 0;            // producer's copy of tail, refreshed only when short of room
+  bool wantGrow = false;              // the writer fell half a ring behind: double at a wrap
   // Allocation time stamps (begin()): the thread's last reading of the time stamp counter, the
   // allocations that may still take it, and State::timeEpoch when it was read.
   uint64_t lastTsc = 0;
@@ -157,8 +174,17 @@ struct alignas(64) Ring {
   uint64_t populated = 0;  // bytes of data the writer has faulted in ahead of the producer
 };
 
-// Allocates a ring with mmap (not the hooked heap). Returns null on failure.
-Ring* ringCreate(uint32_t index, uint64_t capacity);
+// Where the record at position `pos` (a byte count, as head and tail) lies in data: the
+// consumer's side of Growth, for a position below the head it read.
+inline uint64_t ringOffset(const Ring* r, uint64_t pos) {
+  const uint64_t layout = r->layout.load(std::memory_order_acquire);
+  const uint64_t capacity = uint64_t{1} << (layout & 63), switchAt = layout & ~uint64_t{63};
+  return pos & ((pos < switchAt ? capacity / 2 : capacity) - 1);
+}
+
+// Allocates a ring with mmap (not the hooked heap), `maxCapacity` bytes of data mapped and
+// `capacity` in use (both powers of two, capacity at least 64 KiB). Returns null on failure.
+Ring* ringCreate(uint32_t index, uint64_t capacity, uint64_t maxCapacity);
 void ringDestroy(Ring* r);
 
 }  // namespace heapman::rec

@@ -60,7 +60,11 @@ Ring* newThreadRing() {
   if (t_ring) return t_ring;
   if (t_noRing || !g.active.load(std::memory_order_acquire)) return nullptr;
   Guard guard;
-  Ring* r = ringCreate(g.nextThread.fetch_add(1), g.ringBytes);
+  // The first thread's ring at its largest: a program's first thread is mostly its busiest, and
+  // a single-threaded one has no writer thread for its first 50 ms (kLazyStartNs) to grow by.
+  // The others start at kFirstRingBytes and grow as the writer falls behind them (ring.h).
+  const uint32_t index = g.nextThread.fetch_add(1);
+  Ring* r = ringCreate(index, index == 0 ? g.ringBytes : kFirstRingBytes, g.ringBytes);
   if (!r) {
     t_noRing = true;
     return nullptr;

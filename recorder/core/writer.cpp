@@ -101,6 +101,10 @@ void Writer::run() {
         static_cast<unsigned long long>(g.fullWaits.load()), g.fullWaitNs.load() / 1e6,
         static_cast<unsigned long long>(kMaxLagNs / 1000000),
         static_cast<unsigned long long>(g.lagWaits.load()), g.lagWaitNs.load() / 1e6);
+    say("rings: %u threads, %llu doublings (first ring %llu KiB, at most %llu KiB)",
+        g.nextThread.load(), static_cast<unsigned long long>(g.ringGrowths.load()),
+        static_cast<unsigned long long>(std::min(kFirstRingBytes, g.ringBytes) >> 10),
+        static_cast<unsigned long long>(g.ringBytes >> 10));
     if (g.unwind == State::Unwind::kAuto)
       say("stacks: %llu unwound by libunwind (a rule or a chain the walk could not follow), "
           "%llu unwind rules read from .eh_frame",
@@ -197,15 +201,21 @@ void Writer::populateAhead() {
   // At least kMinAhead ahead once a thread has written a little; a thread that has written
   // next to nothing (every thread registers as it starts: many never allocate) gets 16 KiB.
   constexpr uint64_t kMinAhead = 256u << 10;
+  // The producer's first lap over pages never used: [0, C) from position 0, and after the ring
+  // grew at P to 2C, [C, 2C) from P (ring.h, Growth).
   for (Ring* r = g.rings.load(std::memory_order_acquire); r; r = r->next) {
-    if (r->populated >= r->capacity) continue;
+    if (r->populated >= r->maxCapacity) continue;
     uint64_t head = r->head.load(std::memory_order_acquire);
-    uint64_t ahead = std::min(kMinAhead, (16u << 10) + 16 * head);
-    uint64_t want = (std::max(2 * head, head + ahead) + 4095) & ~uint64_t{4095};
-    want = std::min(r->capacity, want);  // pages: data is page-aligned, capacity 64 KiB or more
+    const uint64_t layout = r->layout.load(std::memory_order_acquire);
+    const uint64_t capacity = uint64_t{1} << (layout & 63), switchAt = layout & ~uint64_t{63};
+    const uint64_t front =
+        switchAt == 0 ? head : capacity / 2 + (head > switchAt ? head - switchAt : 0);
+    uint64_t ahead = std::min(kMinAhead, (16u << 10) + 16 * front);
+    uint64_t want = (std::max(2 * front, front + ahead) + 4095) & ~uint64_t{4095};
+    want = std::min(capacity, want);  // pages: data is page-aligned, capacity 64 KiB or more
     if (want <= r->populated) continue;
     if (madvise(r->data + r->populated, want - r->populated, MADV_POPULATE_WRITE) != 0) {
-      r->populated = r->capacity;  // not supported: stop trying
+      r->populated = r->maxCapacity;  // not supported: stop trying
       continue;
     }
     r->populated = want;
@@ -272,7 +282,7 @@ bool Writer::drainBelow(uint64_t bound, bool mayYield) {
     for (RawEvent* e = peek(*best); e && orderOf(e) <= nextOrder && orderOf(e) < limit;
          e = peek(*best)) {
       // The producer wrote these lines on another core: ask for them a few records ahead.
-      __builtin_prefetch(best->ring->data + ((best->tail + 512) & (best->ring->capacity - 1)));
+      __builtin_prefetch(best->ring->data + ringOffset(best->ring, best->tail + 512));
       convert(best->ring, e);
       if ((++drained_ & 4095) == 0) midRound(e->tsc);
       best->tail += e->size;

@@ -102,7 +102,7 @@ class Writer {
   // The next unconsumed record, skipping padding; null when the snapshot is used up.
   static RawEvent* peek(Cursor& c) {
     while (c.tail != c.head) {
-      auto* e = reinterpret_cast<RawEvent*>(c.ring->data + (c.tail & (c.ring->capacity - 1)));
+      auto* e = reinterpret_cast<RawEvent*>(c.ring->data + ringOffset(c.ring, c.tail));
       if (e->kind != Kind::kPad) return e;
       c.tail += e->size;
     }
