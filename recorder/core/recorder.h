@@ -330,8 +330,15 @@ bool setUpWriter();
 // Starts the writer thread unless it runs (or is being started or stopped by another thread).
 void startWriterThread();
 // Before a call that needs the process single-threaded (unshare, setns): the writer thread
-// writes out what it can and ends; the next one starts lazily again, kLazyStartNs later.
-void pauseWriter();
+// writes out what it can and ends; the next one starts lazily again, kLazyStartNs later. True
+// when a writer thread was running and has ended.
+bool pauseWriter();
+// Calls `call` (unshare, setns) after pauseWriter. pthread_join returns once the writer thread
+// cleared its tid, which the kernel does before it takes the thread out of the thread group:
+// for a moment the process still counts two threads, and the call fails with EINVAL. Then the
+// call is made again, every 200 us for up to 100 ms (a failed call changes nothing); an EINVAL
+// with the writer long gone is the program's own.
+int callSingleThreaded(int (*call)(int, int), int a, int b);
 // Starts the writer thread if it never ran, lets it finish the log and joins it (exit, exec).
 void stopWriter();
 // The writer thread is due kLazyStartNs from now (writer_thread.cpp).

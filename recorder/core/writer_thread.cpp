@@ -95,11 +95,13 @@ void startWriterThread() {
   unlockWriter();
 }
 
-void pauseWriter() {
-  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return;
+bool pauseWriter() {
+  if (!g.writerRunning || static_cast<int>(getpid()) != g.pid) return false;
   Guard guard;
   lockWriter();
+  bool ended = false;
   if (g.writerThread.load(std::memory_order_acquire) && !g.stop.load(std::memory_order_acquire)) {
+    ended = true;
     g.pause.store(1, std::memory_order_release);
     wakeWriter();
     pthread_join(g.writer, nullptr);
@@ -109,6 +111,18 @@ void pauseWriter() {
     armLazyStart();
   }
   unlockWriter();
+  return ended;
+}
+
+int callSingleThreaded(int (*call)(int, int), int a, int b) {
+  bool ended = pauseWriter();
+  int rc = call(a, b);
+  for (int i = 0; ended && rc != 0 && errno == EINVAL && i < 500; ++i) {
+    timespec ts{0, 200'000};
+    nanosleep(&ts, nullptr);
+    rc = call(a, b);
+  }
+  return rc;
 }
 
 void stopWriter() {

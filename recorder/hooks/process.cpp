@@ -241,7 +241,7 @@ HEAPMAN_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
 // unshare of a user namespace (which implies CLONE_THREAD), of CLONE_THREAD, CLONE_SIGHAND or
 // CLONE_VM; setns into a user or mount namespace (a mount namespace wants the file-system
 // context unshared, which threads share), or with nstype 0 (any type). The writer thread, if it
-// runs, ends first (pauseWriter); a later one starts lazily.
+// runs, ends first (callSingleThreaded); a later one starts lazily.
 HEAPMAN_EXPORT int unshare(int flags) {
   static auto real = realNextAs<int (*)(int)>("unshare");
   if (!real) {
@@ -249,7 +249,7 @@ HEAPMAN_EXPORT int unshare(int flags) {
     return -1;
   }
   if (!t_guard && (flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)))
-    pauseWriter();
+    return callSingleThreaded([](int f, int) { return real(f); }, flags, 0);
   return real(flags);
 }
 
@@ -259,7 +259,8 @@ HEAPMAN_EXPORT int setns(int fd, int nstype) {
     errno = ENOSYS;
     return -1;
   }
-  if (!t_guard && (nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS)))) pauseWriter();
+  if (!t_guard && (nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS))))
+    return callSingleThreaded(real, fd, nstype);
   return real(fd, nstype);
 }
 
