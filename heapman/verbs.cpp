@@ -179,36 +179,41 @@ void renameOld(const Verb& v, const Grammar& g, bool needLog, Args& args) {
   }
 }
 
-// "--since", "--dot or --gexf", "--color function".
-std::string describeNeed(const std::string& with) {
-  std::string out;
-  size_t start = 0;
-  for (;;) {
+// A need's alternatives ("dot|gexf", "color=function"): option name and the value it must have
+// ("" for any).
+struct Alternative {
+  std::string option, value;
+};
+std::vector<Alternative> alternatives(const std::string& with) {
+  std::vector<Alternative> out;
+  for (size_t start = 0;;) {
     size_t bar = with.find('|', start);
     std::string alt = with.substr(start, bar == std::string::npos ? bar : bar - start);
     size_t eq = alt.find('=');
-    if (eq != std::string::npos) alt[eq] = ' ';
-    out += (out.empty() ? "" : " or ") + std::string("--") + alt;
+    out.push_back({alt.substr(0, eq), eq == std::string::npos ? "" : alt.substr(eq + 1)});
     if (bar == std::string::npos) return out;
     start = bar + 1;
   }
 }
 
+// "--since", "--dot or --gexf", "--color function".
+std::string describeNeed(const std::string& with) {
+  std::string out;
+  for (const Alternative& a : alternatives(with))
+    out += (out.empty() ? "" : " or ") + std::string("--") + a.option +
+           (a.value.empty() ? "" : " " + a.value);
+  return out;
+}
+
 bool needMet(const VerbOptions& vm, const std::string& with) {
-  size_t start = 0;
-  for (;;) {
-    size_t bar = with.find('|', start);
-    std::string alt = with.substr(start, bar == std::string::npos ? bar : bar - start);
-    size_t eq = alt.find('=');
-    auto it = vm.find(alt.substr(0, eq));
-    if (it != vm.end()) {
-      if (eq == std::string::npos) return true;
-      const auto* value = boost::any_cast<std::string>(&it->second.value());
-      if (value && *value == alt.substr(eq + 1)) return true;
-    }
-    if (bar == std::string::npos) return false;
-    start = bar + 1;
+  for (const Alternative& a : alternatives(with)) {
+    auto it = vm.find(a.option);
+    if (it == vm.end()) continue;
+    if (a.value.empty()) return true;
+    const auto* value = boost::any_cast<std::string>(&it->second.value());
+    if (value && *value == a.value) return true;
   }
+  return false;
 }
 
 // Parses a verb's arguments into vm. False after printing --help. Throws UsageError.
@@ -268,6 +273,19 @@ int guarded(const char* verb, const std::function<int()>& f) {
 }
 
 }  // namespace
+
+bool takesEffect(const Verb& v, const std::string& option, const Args& args) {
+  for (const Needs& n : v.needs) {
+    if (option != n.option) continue;
+    for (const Alternative& a : alternatives(n.with))
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i] == "--" + a.option &&
+            (a.value.empty() || (i + 1 < args.size() && args[i + 1] == a.value)))
+          return true;
+    return false;
+  }
+  return true;
+}
 
 int runOneShot(const Verb& v, const Args& args) {
   return guarded(v.name, [&] {

@@ -59,6 +59,11 @@ struct Verb {
 const std::vector<const Verb*>& verbs();
 const Verb* findVerb(const std::string& name);
 
+// Whether `--option` has an effect in a command line of `v` written as `args` (options spelled
+// `--name value`): false when the verb's needs say it has one only beside another option that
+// args lack (types' --no-symbols without --since), which the parser would refuse.
+bool takesEffect(const Verb& v, const std::string& option, const Args& args);
+
 // heapman VERB LOG [options]: parses, opens the log, runs. Returns the exit code.
 int runOneShot(const Verb& v, const Args& args);
 // VERB [options] inside the shell, on its open session.

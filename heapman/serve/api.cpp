@@ -107,26 +107,11 @@ std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// Whether --no-symbols changes this command's answer: the verb's `needs` may say it does only
-// beside another option (types' --since), and the CLI refuses it without.
-bool namesFrames(const Verb& v, const Args& args) {
-  for (const Needs& n : v.needs) {
-    if (std::string(n.option) != "no-symbols") continue;
-    std::string with = n.with;
-    for (size_t start = 0;;) {
-      size_t bar = with.find('|', start);
-      std::string alt = with.substr(start, bar == std::string::npos ? bar : bar - start);
-      size_t eq = alt.find('=');
-      std::string option = "--" + alt.substr(0, eq);
-      for (size_t i = 0; i < args.size(); ++i)
-        if (args[i] == option &&
-            (eq == std::string::npos || (i + 1 < args.size() && args[i + 1] == alt.substr(eq + 1))))
-          return true;
-      if (bar == std::string::npos) return false;
-      start = bar + 1;
-    }
-  }
-  return true;
+// Options whose value names a file, a directory or a log: the server opens no path a client
+// gives.
+bool namesPath(const DeclaredOption& d) {
+  return d.value.find("FILE") != std::string::npos || d.value.find("DIR") != std::string::npos ||
+         d.value.find("LOG") != std::string::npos;
 }
 
 }  // namespace
@@ -256,21 +241,17 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
     if (value.size() > kMaxParameterBytes)
       return error(400, name + ": longer than " + std::to_string(kMaxParameterBytes) + " bytes");
     auto it = declared.find(name);
-    std::string refused;
     if (it == declared.end()) {
       std::string names;
       for (const auto& [n, d] : declared)
-        if (!d.logOption && d.value.find("FILE") == std::string::npos &&
-            d.value.find("DIR") == std::string::npos && d.value.find("LOG") == std::string::npos)
-          names += (names.empty() ? "" : ", ") + n;
+        if (!d.logOption && !namesPath(d)) names += (names.empty() ? "" : ", ") + n;
       return error(400, "'" + name + "' is not a parameter of /api/" + path + " (its parameters: " +
                             names + ")");
     }
     const DeclaredOption& d = it->second;
     if (d.logOption)
       return error(400, "'" + name + "' is an option of the log: give it to heapman serve");
-    if (d.value.find("FILE") != std::string::npos || d.value.find("DIR") != std::string::npos ||
-        d.value.find("LOG") != std::string::npos)
+    if (namesPath(d))
       return error(400, "'" + name + "' names a file: the server reads and writes none for a " +
                             "client" +
                             (name == "csv" || name == "json" ? " (its answers are JSON)"
@@ -320,7 +301,7 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
     args.push_back("-");
   }
   std::string command = "heapman " + std::string(verb->name) + " " + shellWord(log_);
-  if (!symbolize_ && declared.count("no-symbols") && namesFrames(*verb, args))
+  if (!symbolize_ && declared.count("no-symbols") && takesEffect(*verb, "no-symbols", args))
     command += " --no-symbols";
   for (const std::string& a : args)
     command += " " + shellWord(!file.empty() && a == file.string()
