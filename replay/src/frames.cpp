@@ -30,6 +30,15 @@ std::string hex(uint64_t v) {
   return b;
 }
 
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+// The file name of the module a symbolized address lies in ("" when in none).
+std::string moduleOf(const Symbolizer& sym, const Symbolized& s) {
+  return s.module >= 0 && static_cast<size_t>(s.module) < sym.modules().size()
+             ? baseName(sym.modules()[static_cast<size_t>(s.module)].path)
+             : "";
+}
+#endif
+
 }  // namespace
 
 std::string NamedFrame::location() const {
@@ -124,9 +133,7 @@ std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (sym_ && out.empty()) {
     const Symbolized& s = sym_->resolve(address);
-    std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
-                          ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)
-                          : "";
+    std::string mod = moduleOf(*sym_, s);
     for (const SourceFrame& f : s.frames)
       out.push_back({f.function.empty() ? s.label() : f.function, mod, f.file, f.line});
     if (out.empty()) out.push_back({s.label(), mod, "", 0});
@@ -146,9 +153,7 @@ std::vector<NamedFrame> FrameNamer::codeAt(uint64_t address) {
     for (const log::ModuleLoad& m : t_.modules)
       if (address >= m.base && address - m.base < m.size) {
         const Symbolized& s = sym_->resolve(address);
-        std::string mod = s.module >= 0 && static_cast<size_t>(s.module) < sym_->modules().size()
-                              ? baseName(sym_->modules()[static_cast<size_t>(s.module)].path)
-                              : "";
+        std::string mod = moduleOf(*sym_, s);
         for (const SourceFrame& f : s.frames)
           if (!f.function.empty()) out.push_back({f.function, mod, f.file, f.line});
         break;
