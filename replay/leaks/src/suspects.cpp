@@ -1,18 +1,16 @@
-// Steps 2-4: the holders that grow at every dumped point (persistent objects, words of static
-// roots), the accumulation point under each, its entries, root path and sentence.
+// Steps 2-4: of the holders that grow at every dumped point (holders.cpp), the accumulation
+// point under each (several under one holder when no child has most of its growth), its entries
+// and what each keeps alive; growth freed at the end dropped; then each suspect's root path
+// (root_path.cpp) and sentence (sentence.cpp).
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <map>
-#include <span>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "heapman/graph/export.h"
-#include "heapman/graph/paths.h"
+#include "heapman/graph/graph_queries.h"
 #include "heapman/leaks/leaks.h"
 #include "heapman/replay/queries.h"
-#include "static_names.h"
+#include "holders.h"
 
 namespace heapman::leaks {
 
@@ -21,86 +19,6 @@ namespace {
 using graph::HeapGraph;
 using graph::hexAddress;
 using graph::kNoNode;
-
-// Objects present at the first dumped point, kept while they are present (same address, same
-// birth) at every later one: columns, in address order.
-struct Persistent {
-  std::vector<uint64_t> address, birth;
-  std::vector<uint32_t> node;  // at the current point; kNoNode once gone
-  std::vector<uint64_t> retained;  // [i * k + j]
-  std::vector<uint64_t> degree;
-};
-
-// A pointer-holding word of a static root range, keyed by its address.
-struct Slot {
-  std::string label;  // "static data of prog", "Mono statics"
-  std::string symbol;  // the static variable ("g_history", "g_registry+0x8"), or ""
-  std::string module;  // the root's label ("prog data")
-  uint64_t rootAddress = 0, offset = 0;
-  std::vector<uint64_t> retained;  // of the object it points to, at each point (0: none)
-  uint32_t node = kNoNode;         // its target at the last point
-  bool stack = false;              // a thread's stack as a whole (label "thread 2 (ai) stack")
-  bool range = false;              // a root range (its group of one label) as a whole
-  log::RootSource source = log::RootSource::kStaticData;  // a range's
-  size_t seen = 0;                 // a stack: the points it was found at, in a row
-};
-
-bool stackRoot(log::RootSource s) {
-  return s == log::RootSource::kThreadStack || s == log::RootSource::kMonoStack;
-}
-
-std::string rootKindText(const graph::RootNode& root) {
-  switch (root.source) {
-    case log::RootSource::kStaticData: return "static data of " + root.label;
-    case log::RootSource::kMonoStatic: return "static field (" + root.label + ")";
-    case log::RootSource::kMonoThreadStatic: return "thread-static field (" + root.label + ")";
-    case log::RootSource::kRegistered: return "registered root " + root.label;
-    case log::RootSource::kFinalizeQueue: return root.label;  // "finalization queue"
-    default: return std::string(log::rootSourceName(root.source)) + " " + root.label;
-  }
-}
-
-// The field a Mono static block's word belongs to, from the recorder's label of the block
-// ("static fields of Game.Program: ScoreChanged +0x0, levels +0x8"): "Game.Program.ScoreChanged",
-// or "" when the label does not list it.
-std::string monoStaticField(const std::string& label, uint64_t offset) {
-  const std::string prefix = "static fields of ";
-  size_t colon = label.find(": ");
-  if (label.rfind(prefix, 0) != 0 || colon == std::string::npos) return {};
-  std::string type = label.substr(prefix.size(), colon - prefix.size());
-  char at[24];
-  std::snprintf(at, sizeof at, " +0x%llx", static_cast<unsigned long long>(offset));
-  for (size_t from = colon + 2; from < label.size();) {
-    size_t end = label.find(", ", from);
-    std::string field = label.substr(from, end == std::string::npos ? std::string::npos : end - from);
-    size_t space = field.rfind(' ');
-    if (space != std::string::npos && field.substr(space) == at)
-      return type + "." + field.substr(0, space);
-    if (end == std::string::npos) break;
-    from = end + 2;
-  }
-  return {};
-}
-
-std::string sizeText(uint64_t b) {
-  char buf[32];
-  if (b >= 10 * 1024 * 1024)
-    std::snprintf(buf, sizeof buf, "%.0f MiB", b / 1048576.0);
-  else if (b >= 10 * 1024)
-    std::snprintf(buf, sizeof buf, "%.0f KiB", b / 1024.0);
-  else
-    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(b));
-  return buf;
-}
-
-std::string countText(double v) {
-  char buf[32];
-  if (std::fabs(v - std::round(v)) < 0.05)
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
 
 // Names of objects: type and site through the attribution (stacks prepared beforehand).
 struct Namer {
@@ -130,98 +48,6 @@ struct Namer {
   }
 };
 
-// Dominators of the graph without its transient references. Strong roots: root ranges other
-// than thread stacks and the static data of the runtime's own modules (those the leaf-exclusion
-// list names: libgc, libc, Mono...), and uncollectable objects. An edge from a node no strong
-// root reaches to one a strong root reaches is dropped: a stale word on a stack, or in the
-// collector's own tables, pointing into a static list would otherwise make the super-root the
-// list's dominator at that point, and the static's retained size would dip for no reason.
-// Objects only transient roots reach keep their edges (they still get a dominator).
-//
-// Root ranges of one group count as one holder: each root's `leader` (itself, or the group's
-// first root) takes the super-root's edges to the others, so that what only the group keeps is
-// dominated by the leader. The thread stacks are one group (a worker's local list that the main
-// thread's stack also points into is theirs); so are the ranges of one table (Mono registers its
-// string intern table's keys and values as two ranges of one label, both pointing to every
-// interned string).
-graph::DominatorTree steadyDominators(const HeapGraph& g, const std::vector<uint8_t>& strongRoot,
-                                      const std::vector<uint32_t>& leader,
-                                      std::vector<uint8_t>& steady) {
-  const uint32_t n = g.nodeCount();
-  steady.assign(n, 0);  // reached from a strong root
-  std::vector<uint32_t> queue;
-  for (uint32_t t : g.out(0))
-    if ((g.isRoot(t) && strongRoot[t]) || g.isObject(t))
-      if (!steady[t]) steady[t] = 1, queue.push_back(t);
-  for (size_t i = 0; i < queue.size(); ++i)
-    for (uint32_t t : g.out(queue[i]))
-      if (!steady[t]) steady[t] = 1, queue.push_back(t);
-  std::vector<std::vector<uint32_t>> followers(leader.size());
-  for (uint32_t root = 1; root < leader.size(); ++root)
-    if (leader[root] != root) followers[leader[root]].push_back(root);
-  auto follower = [&](uint32_t t) { return g.isRoot(t) && leader[t] != t; };
-  std::vector<uint32_t> offsets(n + 1, 0), targets;
-  targets.reserve(g.targets().size());
-  for (uint32_t u = 0; u < n; ++u) {
-    for (uint32_t t : g.out(u))
-      if ((u == 0 && !follower(t)) || (u != 0 && (steady[u] || !steady[t])))
-        targets.push_back(t);
-    if (u < followers.size())
-      for (uint32_t t : followers[u]) targets.push_back(t);
-    offsets[u + 1] = static_cast<uint32_t>(targets.size());
-  }
-  std::vector<uint64_t> sizes(n, 0);
-  for (uint32_t v = g.firstObject(); v < n; ++v) sizes[v] = g.size(v);
-  return graph::dominators(offsets, targets, 0, sizes);
-}
-
-// The function whose frame holds the word at `offset` of a thread's stack (root `root`): stacks
-// grow down, so the first return address below the word is the one into that function (pushed
-// by the call it was making). A word in a runtime frame (the collector's or Mono's, named by the
-// leaf exclusions: a callee-saved register spilled there) belongs to the program's frame that
-// called into the runtime: the first program function among the return addresses above it.
-// "" when none is found within 64 KiB.
-std::string frameHolding(const HeapGraph& g, uint32_t root, uint64_t offset,
-                         replay::Attribution& a) {
-  std::span<const uint8_t> b = g.bytes(root);
-  constexpr uint64_t kReach = 64 * 1024;
-  auto function = [&](uint64_t off, bool* runtime) -> std::string {
-    uint64_t w;
-    std::memcpy(&w, b.data() + off, 8);
-    std::vector<replay::NamedFrame> fs = a.namer().codeAt(w);
-    if (fs.empty()) return {};
-    const replay::NamedFrame& f = fs.back();  // the function itself, not what it inlined
-    // The runtime: what the leaf exclusions name, and on Mono the class library and wrappers
-    // (a thread blocked in Monitor.Wait holds its caller's locals in registers spilled there),
-    // JIT'ed ("System.Threading.Monitor:Wait") or compiled ahead of time (mscorlib.dll.so's
-    // symbols spell the dots as '_': "System_Threading_Monitor_Wait").
-    auto endsWith = [](const std::string& x, const char* tail) {
-      const size_t t = std::strlen(tail);
-      return x.size() >= t && x.compare(x.size() - t, t, tail) == 0;
-    };
-    *runtime = a.exclusions().excluded(f) || f.function.rfind("System.", 0) == 0 ||
-               f.function.rfind("Mono.", 0) == 0 || f.function.rfind("(wrapper", 0) == 0 ||
-               f.function.rfind("System_", 0) == 0 || f.function.rfind("Mono_", 0) == 0 ||
-               endsWith(f.module, ".dll.so");
-    return f.function;
-  };
-  const uint64_t first = (8 - (g.address(root) & 7)) & 7;
-  for (uint64_t off = offset; off >= first + 8 && offset - off < kReach;) {
-    off -= 8;
-    bool runtime = false;
-    std::string f = function(off, &runtime);
-    if (f.empty()) continue;
-    if (!runtime) return f;
-    break;
-  }
-  for (uint64_t off = offset + 8; off + 8 <= b.size() && off - offset < kReach; off += 8) {
-    bool runtime = false;
-    std::string f = function(off, &runtime);
-    if (!f.empty() && !runtime) return f;
-  }
-  return {};
-}
-
 }  // namespace
 
 void growingContainers(graph::GraphSession& s, replay::Attribution& a,
@@ -246,187 +72,16 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
   replay::Replay& r = s.replay();
   const size_t k = dumped.size();
   const uint64_t firstLimit = dumped[0]->eventLimit;  // born from here on: new
-  Persistent per;
-  StaticNames statics(r.tables().modules);
-  std::unordered_map<uint64_t, size_t> slotIndex;
-  std::unordered_map<std::string, size_t> rangeIndex;  // root ranges as holders, by label
-  std::vector<Slot> slots;
-  std::vector<uint64_t> birthLast;  // per node at the last point
-
-  graph::DominatorTree domLast;
-  std::vector<uint32_t> leaderLast;  // the root groups at the last point
-  std::vector<uint8_t> strongLast;   // its strong roots (the root paths start there first)
-  uint32_t stacksLast = kNoNode;
-  for (size_t j = 0; j < k; ++j) {
-    const HeapGraph& g = s.at(dumped[j]->limit);
-    std::vector<uint8_t> strong(g.rootCount() + 1, 0);
-    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
-      const graph::RootNode& rn = g.root(root);
-      strong[root] = !stackRoot(rn.source);
-      if (rn.source == log::RootSource::kStaticData) {
-        replay::NamedFrame f;
-        f.module = statics.moduleFile(g.address(root));
-        strong[root] = f.module.empty() || !a.exclusions().excluded(f);
-      }
-    }
-    // Groups of roots (steadyDominators): the thread stacks; the strong ranges of one source and
-    // label.
-    std::vector<uint32_t> leader(g.rootCount() + 1, 0);
-    std::map<std::pair<int, std::string>, uint32_t> groups;
-    uint32_t stacks = kNoNode;
-    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
-      const graph::RootNode& rn = g.root(root);
-      leader[root] = root;
-      if (stackRoot(rn.source)) {
-        if (stacks == kNoNode) stacks = root;
-        leader[root] = stacks;
-      } else if (strong[root]) {
-        leader[root] =
-            groups.emplace(std::make_pair(static_cast<int>(rn.source), rn.label), root).first->second;
-      }
-    }
-    std::vector<uint8_t> steady;
-    graph::DominatorTree dom = steadyDominators(g, strong, leader, steady);
-    r.seek(dumped[j]->limit);
-    const replay::LiveSet& live = r.live();
-    const uint32_t first = g.firstObject(), n = g.nodeCount();
-    auto birthOf = [&](uint32_t v) -> uint64_t {
-      if (!g.objectInfo(v)) return 0;
-      auto lo = live.find(g.address(v));
-      return lo ? lo->birthSeq() : 0;
-    };
-    if (j == 0) {
-      for (uint32_t v = first; v < n; ++v) {
-        if (!g.objectInfo(v)) continue;  // untracked: no birth to match
-        per.address.push_back(g.address(v));
-        per.birth.push_back(birthOf(v));
-        per.node.push_back(v);
-      }
-      per.retained.assign(per.address.size() * k, 0);
-      per.degree.assign(per.address.size() * k, 0);
-    } else {
-      // One merge of the holders (address order) with this graph's objects (address order).
-      uint32_t v = first;
-      for (size_t i = 0; i < per.address.size(); ++i) {
-        if (per.node[i] == kNoNode) continue;
-        while (v < n && g.address(v) < per.address[i]) ++v;
-        if (v < n && g.address(v) == per.address[i] && g.objectInfo(v) &&
-            birthOf(v) == per.birth[i])
-          per.node[i] = v;
-        else
-          per.node[i] = kNoNode;
-      }
-    }
-    for (size_t i = 0; i < per.address.size(); ++i)
-      if (uint32_t v = per.node[i]; v != kNoNode) {
-        per.retained[i * k + j] = dom.retained[v];
-        per.degree[i * k + j] = g.out(v).size();
-      }
-    for (uint32_t root = 1; root <= g.rootCount(); ++root) {
-      if (stackRoot(g.root(root).source)) continue;  // below, as one holder
-      if (!strong[root]) continue;  // the runtime's own statics
-      const log::RootSource source = g.root(root).source;
-      if (leader[root] == root && source != log::RootSource::kStaticData &&
-          source != log::RootSource::kMonoStatic) {
-        // A root range of the runtime as a whole is a holder too: a table whose every word is
-        // filled once and then kept (a GC handle a level, an interned string a level, the
-        // finalization queue) grows though none of its words does. Keyed by its group (source
-        // and label). The program's statics are judged word by word (each a named holder).
-        const std::string label = rootKindText(g.root(root));
-        auto it = rangeIndex.find(label);
-        if (it == rangeIndex.end()) {
-          it = rangeIndex.emplace(label, slots.size()).first;
-          Slot sl;
-          sl.range = true;
-          sl.label = label;
-          sl.source = g.root(root).source;
-          sl.retained.assign(k, 0);
-          slots.push_back(std::move(sl));
-        }
-        Slot& sl = slots[it->second];
-        sl.retained[j] = dom.retained[root];
-        if (j + 1 == k) sl.node = root;
-      }
-      graph::forEachPointer(g, root, [&](uint64_t off, uint64_t, uint32_t target) {
-        uint64_t key = g.address(root) + off;
-        auto [it, added] = slotIndex.emplace(key, slots.size());
-        if (added) {
-          Slot sl;
-          sl.label = rootKindText(g.root(root));
-          sl.rootAddress = g.address(root);
-          sl.offset = off;
-          if (g.root(root).source == log::RootSource::kStaticData) {
-            sl.symbol = statics.name(key);
-            sl.module = g.root(root).label;
-          } else if (g.root(root).source == log::RootSource::kMonoStatic) {
-            sl.symbol = monoStaticField(g.root(root).label, off);
-          }
-          sl.retained.assign(k, 0);
-          slots.push_back(std::move(sl));
-        }
-        Slot& sl = slots[it->second];
-        sl.retained[j] = dom.retained[target];
-        if (j + 1 == k) sl.node = target;
-      });
-    }
-    // The thread stacks as one holder, like a static: what only they keep (a long-lived loop's
-    // local list). Its words are no holders (a local moves between registers and spill slots as
-    // the frames change), and its retained size swings with what the frames hold at the moment
-    // (a level's scratch): the series counts only the bytes it keeps that were born before the
-    // previous point, those that lived through a whole repetition (0 at the first point).
-    if (stacks != kNoNode) {
-      constexpr uint64_t kStacksKey = ~uint64_t{0};
-      auto it = slotIndex.find(kStacksKey);
-      if (it == slotIndex.end() && j == 0) {
-        it = slotIndex.emplace(kStacksKey, slots.size()).first;
-        Slot sl;
-        sl.stack = true;
-        sl.label = "thread stacks";
-        sl.retained.assign(k, 0);
-        slots.push_back(std::move(sl));
-      }
-      if (it != slotIndex.end() && slots[it->second].seen == j) {
-        Slot& sl = slots[it->second];
-        ++sl.seen;
-        if (j + 1 == k) sl.node = stacks;
-        if (j > 0) {
-          const uint64_t before = dumped[j - 1]->limit;
-          std::vector<uint8_t> under(n, 0);  // 1: stacks dominates it, 2: it does not
-          std::vector<uint32_t> walk;
-          for (uint32_t v = first; v < n; ++v) {
-            if (steady[v] || dom.idom[v] == UINT32_MAX) continue;
-            uint32_t u = v;
-            while (!under[u]) {
-              if (u < first) {  // the super-root or a root: a stack's is the stacks' own
-                under[u] = u != 0 && leader[u] == stacks ? 1 : 2;
-                break;
-              }
-              walk.push_back(u);
-              u = dom.idom[u];
-            }
-            for (uint32_t w : walk) under[w] = under[u];
-            walk.clear();
-            if (under[v] == 1) {
-              uint64_t b = birthOf(v);
-              if (b && b < before) sl.retained[j] += g.size(v);
-            }
-          }
-        }
-      }
-    }
-    if (j + 1 == k) {
-      birthLast.assign(n, 0);
-      for (uint32_t v = first; v < n; ++v) birthLast[v] = birthOf(v);
-      domLast = std::move(dom);
-      leaderLast = leader;
-      strongLast = strong;
-      stacksLast = stacks;
-    }
-  }
+  const HolderSeries hs = holderSeries(s, a, dumped);
+  const Persistent& per = hs.per;
+  const std::vector<Slot>& slots = hs.slots;
+  const std::vector<uint64_t>& birthLast = hs.birth;
+  const std::vector<uint32_t>& leaderLast = hs.leader;
+  const uint32_t stacksLast = hs.stacks;
 
   // The last point: dominator children, preorder, bytes born since the first point per subtree.
   const HeapGraph& g = s.graph();
-  const graph::DominatorTree& dom = domLast;
+  const graph::DominatorTree& dom = hs.dom;
   const uint32_t n = g.nodeCount();
   std::vector<uint32_t> childStart(n + 1, 0), children;
   for (uint32_t v = 1; v < n; ++v)
@@ -604,7 +259,13 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
     bool chain;
     uint64_t fresh;
   };
-  for (auto& [node, h] : growing) {
+  // In node order (roots, then objects by address): suspects of as many bytes per step rank in
+  // that order, not in the hash table's.
+  std::vector<uint32_t> holderNodes;
+  for (const auto& [node, h] : growing) holderNodes.push_back(node);
+  std::sort(holderNodes.begin(), holderNodes.end());
+  for (uint32_t node : holderNodes) {
+    const Holder& h = growing[node];
     if (explainedBy.count(node)) continue;
     // Accumulation point; where no child holds 80% of the new bytes, every child of another
     // kind that gains at most steps and holds at least 1/32 of them is a container of its own
@@ -890,139 +551,9 @@ void growingContainers(graph::GraphSession& s, replay::Attribution& a,
 
   // Root paths and sentences.
   const std::string per1 = out.event.empty() ? std::string("collection") : out.event;
-  constexpr size_t kPathsCompared = 64;  // root ranges whose paths are weighed, shortest first
   for (Suspect& sp : found) {
-    std::unordered_map<std::string, uint64_t> rootRetained;  // the paths' roots, by label
-    graph::PathsRequest pr;
-    pr.address = sp.pathAddress;
-    pr.maxPaths = kPathsCompared;
-    pr.maxNodes = req.pathNodes;
-    if (uint32_t cn = g.objectAt(sp.pathAddress, false); cn != kNoNode && g.isObject(cn)) {
-      graph::PathsResult paths = graph::rootPaths(s, a, dumped.back()->limit, pr);
-      // The path starts at the root that will still hold the container later: the holder's
-      // own range (a static word, a root table), else any strong root (statics, GC handles,
-      // the finalization queue, registered roots, uncollectable objects), before a thread's
-      // stack, whose words go when its frames return; of those, the shortest (rootPaths lists
-      // them shortest first). A stack that holds it too is said.
-      auto startOf = [](const std::vector<graph::PathStep>& p) { return p.front().node.node; };
-      auto rank = [&](const std::vector<graph::PathStep>& p) {
-        const uint32_t root = startOf(p);
-        if (sp.holderKind == "stack")  // what only stacks keep: the stack that keeps it
-          return root && root <= g.rootCount() && stackRoot(g.root(root).source) ? 0 : 1;
-        if (root == 0 || root > g.rootCount()) return 0;  // an uncollectable object
-        if (root < strongLast.size() && strongLast[root]) return 0;
-        return stackRoot(g.root(root).source) ? 2 : 1;  // 1: the runtime's own static data
-      };
-      const std::vector<graph::PathStep>* chosen = nullptr;
-      for (const auto& p : paths.paths)
-        if (!p.empty() && (!chosen || rank(p) < rank(*chosen))) chosen = &p;
-      if (chosen) {
-        sp.path = *chosen;
-        std::unordered_set<std::string> said;
-        for (const auto& p : paths.paths) {
-          const uint32_t root = p.empty() ? 0 : startOf(p);
-          if (&p == chosen || root == 0 || root > g.rootCount() ||
-              !stackRoot(g.root(root).source) || startOf(*chosen) == root)
-            continue;
-          if (said.insert(p.front().node.type).second) sp.stacksToo.push_back(p.front().node.type);
-        }
-      }
-      for (const auto& p : paths.paths)
-        if (!p.empty() && startOf(p) <= g.rootCount() && dom.idom[startOf(p)] != UINT32_MAX)
-          rootRetained[p.front().node.type] = dom.retained[startOf(p)];
-      sp.picture = std::move(paths.picture);
-    }
-    // One size: the path's retained sizes from the dominator tree the holders are judged by
-    // (without transient references), so that the holder's step shows the last of its
-    // retained sizes at the points; the picture's nodes too (objects by address, roots by
-    // label), so that the DOT says the numbers the table and the JSON do.
-    for (graph::PathStep& st : sp.path)
-      if (uint32_t v = st.node.node; v < n && dom.idom[v] != UINT32_MAX)
-        st.node.retained = dom.retained[v];
-    for (graph::ExportNode& en : sp.picture.nodes) {
-      if (en.address) {
-        if (uint32_t v = g.objectAt(en.address, false); v != kNoNode && dom.idom[v] != UINT32_MAX)
-          en.retained = dom.retained[v];
-      } else if (auto it = rootRetained.find(en.label); it != rootRetained.end() && en.count <= 1) {
-        en.retained = it->second;
-      }
-    }
-    // The thread stacks: named by the stack the path starts at and the frame that holds the
-    // word ("thread 2 (ai) frame ai_worker_loop").
-    if (sp.holderKind == "stack" && !sp.path.empty() && sp.path.front().node.kind == "root") {
-      sp.holder = sp.path.front().node.type;
-      const uint32_t root = sp.path.front().node.node;
-      if (root < n && g.isRoot(root) && sp.path.size() > 1 && sp.path[1].offset >= 0) {
-        sp.holderFrame = frameHolding(g, root, static_cast<uint64_t>(sp.path[1].offset), a);
-        const std::string tail = " stack";
-        if (!sp.holderFrame.empty()) {
-          if (sp.holder.size() > tail.size() &&
-              sp.holder.compare(sp.holder.size() - tail.size(), tail.size(), tail) == 0)
-            sp.holder.resize(sp.holder.size() - tail.size());
-          sp.holder += " frame " + sp.holderFrame;
-        }
-      }
-    }
-    sp.picture.title =
-        "leak suspect: " + sp.containerType + " at " + hexAddress(sp.containerAddress);
-    // Untyped objects (native blocks on bdwgc, "(gc)") are named by the function that made them.
-    auto untyped = [](const std::string& type) { return type.empty() || type[0] == '('; };
-    std::string container;
-    if (untyped(sp.containerType))
-      container = (sp.chain ? "a linked list of blocks" : "a block") +
-                  (sp.containerSite.empty() ? std::string() : " allocated by " + sp.containerSite);
-    else
-      container = (sp.chain ? "a linked list of " : "") + sp.containerType +
-                  (sp.containerSite.empty() ? std::string() : " (allocated by " + sp.containerSite + ")");
-    std::string text;
-    if (sp.holderAddress == sp.containerAddress && sp.holderType.empty()) {
-      text = sp.holder;  // a root range or the stacks: its words are the entries
-    } else if (sp.holderKind != "object") {
-      text = sp.holder + " holds ";
-      if (sp.holderAddress != sp.containerAddress && !sp.holderType.empty())
-        text += (untyped(sp.holderType) ? "a block" : sp.holderType) + " -> ";
-      text += container;
-    } else if (sp.holderAddress == sp.containerAddress) {
-      text = container + " at " + hexAddress(sp.containerAddress);
-    } else {
-      text = sp.holder + " holds " + container;
-    }
-    double e = sp.entriesPerStep;
-    text += (text.find(" holds ") != std::string::npos ? ", which gains " : " gains ") + countText(e) + (std::fabs(e - 1) < 0.05 ? " entry" : " entries") +
-            " per " + per1 + " (" + sizeText(static_cast<uint64_t>(sp.bytesPerStep)) + ")";
-    if (!sp.entryType.empty()) {
-      // "each entry (System.Action) keeps a Game.Level and 50 Game.Enemy (12 KiB in all) alive"
-      text += "; each " + std::string(sp.chain ? "link" : "entry");
-      if (!untyped(sp.entryType)) text += " (" + sp.entryType + ")";
-      text += " keeps ";
-      std::string what, more;
-      if (!sp.keptMain.empty()) {
-        size_t from = sp.keptMain.find(" from ");
-        what = untyped(sp.keptMain)
-                   ? "a block" + (from == std::string::npos
-                                      ? std::string()
-                                      : " allocated by " + sp.keptMain.substr(from + 6))
-                   : "a " + sp.keptMain;
-      }
-      if (!sp.keptType.empty() && sp.keptCount > 0)
-        more = std::to_string(sp.keptCount) + " " +
-               (untyped(sp.keptType) ? (sp.keptCount == 1 ? "block" : "blocks") : sp.keptType);
-      if (!what.empty() && !more.empty())
-        text += what + " and " + more + " (" + sizeText(sp.entryKeeps) + " in all)";
-      else if (!what.empty() || !more.empty())
-        text += what + more + " (" + sizeText(sp.entryKeeps) + ")";
-      else
-        text += sizeText(sp.entryKeeps);
-      text += " alive";
-      if (!sp.entrySite.empty()) text += "; entries added by " + sp.entrySite;
-    }
-    if (!sp.stacksToo.empty()) {
-      std::string also;
-      for (size_t i = 0; i < sp.stacksToo.size(); ++i)
-        also += (i == 0 ? "" : i + 1 == sp.stacksToo.size() ? " and " : ", ") + sp.stacksToo[i];
-      text += "; " + also + " also point" + (sp.stacksToo.size() == 1 ? "s" : "") + " to it";
-    }
-    sp.sentence = text;
+    chooseRootPath(sp, s, a, dumped.back()->limit, hs, req.pathNodes);
+    sp.sentence = suspectSentence(sp, per1);
   }
   out.suspects = std::move(found);
   std::stable_sort(misses.begin(), misses.end(),
