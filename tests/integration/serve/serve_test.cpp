@@ -162,8 +162,17 @@ TEST_CASE("every answer equals the heapman command it names", "[serve]") {
       REQUIRE(g.status == 200);
       CHECK(g.command ==
             "heapman blame " + r.log + " --no-symbols --at " + at + " --stacks --top 50 --json -");
-      CHECK(g.body.find("\"point\":\"" + at + "\"") != std::string::npos);
       CHECK(g.body == runCommand(g.command, r.dir));
+      // The answer is at the moment asked: named by its seq, or by what happens just before it
+      // (a frame mark, an event, a GC's end), a name that gives the same answer.
+      std::smatch point;
+      REQUIRE(std::regex_search(g.body, point, std::regex(R"re("point":"([^"]*)")re")));
+      if (point[1] != at) {
+        CHECK(std::regex_match(point[1].str(), std::regex(R"(frame:\d+|gc:\d+|[A-Za-z_]\w*#\d+)")));
+        Got named = get(s, urlOf("/api/blame", {{"at", point[1]}, {"top", "50"}, {"stacks", ""}}));
+        REQUIRE(named.status == 200);
+        CHECK(named.body == g.body);
+      }
     }
   }
   SECTION("growth over a range, and types, churn, gcs, events") {
