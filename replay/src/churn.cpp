@@ -10,10 +10,49 @@ ChurnResult churn(Replay& r, Attribution& a, uint64_t from, uint64_t to, SortBy 
   if (to < from)
     throw ReplayError("the range ends (" + r.describe(to) + ") before it starts (" +
                       r.describe(from) + ")");
+  return churn(r, a, countGarbage(r, from, to), from, to, sort, top);
+}
+
+void GarbageCounter::add(const ChurnSpan& s) {
+  for (size_t k = 0; k < s.infos.size(); ++k) {
+    const uint64_t* c = &s.counts[k * ChurnSpan::kColumns];
+    births.add(s.infos[k], c[0], c[1]);
+    collected.add(s.infos[k], c[2], c[3]);
+    freed.add(s.infos[k], c[4], c[5]);
+  }
+}
+
+GarbageCounter countGarbage(Replay& r, uint64_t from, uint64_t to) {
+  const LogTables& t = r.tables();
+  GarbageCounter c(t);
+  const std::vector<ChurnSpan>& spans = t.churnSpans;
+  // Span boundaries: b(i) = spans[i].from for i < n, and b(n) = the log's end. [from, to) covers
+  // the spans [first, last): first, the first boundary at or after `from` (0 when nothing happens
+  // before `from`); last, the last one at or before `to` (n when nothing happens from `to` on).
+  const size_t n = spans.size();
+  if (t.churnSpansIndexed && n > 0) {
+    size_t first = 0;
+    if (from > t.firstSeq)
+      while (first < n && spans[first].from < from) ++first;
+    size_t last = n;
+    if (to < t.endSeq) {
+      last = 0;  // spans[0].from is 0
+      while (last + 1 < n && spans[last + 1].from <= to) ++last;
+    }
+    if (first < last) {
+      r.seek(from);
+      r.seek(spans[first].from > from ? spans[first].from : from, &c);
+      for (size_t i = first; i < last; ++i) c.add(spans[i]);
+      if (last < n) {
+        r.seek(spans[last].from);
+        r.seek(to, &c);
+      }
+      return c;
+    }
+  }
   r.seek(from);
-  GarbageCounter c(r.tables());
   r.seek(to, &c);
-  return churn(r, a, c, from, to, sort, top);
+  return c;
 }
 
 ChurnResult churn(Replay& r, Attribution& a, const GarbageCounter& counted, uint64_t from,

@@ -330,6 +330,18 @@ std::vector<uint8_t> writeTables(const LogTables& t) {
     o.var(c.chunk);
     o.var(c.offset);
   }
+  o.u8(t.churnSpansIndexed);
+  o.var(t.churnSpans.size());
+  for (const ChurnSpan& s : t.churnSpans) {
+    o.var(s.from);
+    o.var(s.infos.size());
+    uint32_t prev = 0;
+    for (uint32_t i : s.infos) {
+      o.var(i - prev);
+      prev = i;
+    }
+    for (uint64_t c : s.counts) o.var(c);
+  }
   return std::move(o.data());
 }
 
@@ -439,6 +451,20 @@ LogTables readTables(std::span<const uint8_t> raw) {
     c.hash = in.u64();
     c.chunk = in.var32();
     c.offset = in.var32();
+  }
+  t.churnSpansIndexed = in.u8() & 1;
+  t.churnSpans.resize(in.count());
+  for (ChurnSpan& s : t.churnSpans) {
+    s.from = in.var();
+    s.infos.resize(in.count());
+    uint64_t info = 0;
+    for (uint32_t& i : s.infos) {
+      info += in.var();
+      if (info >= t.infos.size()) throw CursorOverrun("a churn span's info");
+      i = static_cast<uint32_t>(info);
+    }
+    s.counts.resize(s.infos.size() * ChurnSpan::kColumns);
+    for (uint64_t& c : s.counts) c = in.var();
   }
   if (!in.atEnd()) throw CursorOverrun("bytes after the tables");
   return t;

@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "churn_spans.h"
 #include "decode_pipeline.h"
 #include "heapman/logformat/check.h"
 #include "index_file.h"
@@ -90,6 +91,7 @@ struct Replay::Applier {
   std::unordered_map<uint32_t, size_t>* gcIndex = nullptr;
   std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
   bool sawEvent = false;
+  SpanCounter* spans = nullptr;  // null once the spans outgrew their share
 
   // Returns false when the record was applied before (resume) and must be ignored.
   template <class T>
@@ -122,8 +124,10 @@ struct Replay::Applier {
   }
 
   [[gnu::always_inline]] void kill(const LiveObject& o, Death how, uint64_t seq) {
-    r.counters_.liveBytes -= r.tables_.infos[o.info()].size;
+    const uint64_t size = r.tables_.infos[o.info()].size;
+    r.counters_.liveBytes -= size;
     if constexpr (kBuild) {
+      if (spans) spans->died(o.info(), how, size);
       if (o.birthSeq() < r.cpFloor_ && r.cpDeltaOk_) [[unlikely]] {
         r.cpDeaths_.push_back(o.address);
         if (r.cpDeaths_.size() > r.cpLiveAt_) r.cpDeltaOk_ = false;  // a full one is cheaper
@@ -153,6 +157,9 @@ struct Replay::Applier {
       kill(old, Death::kReplaced, seq);
     }
     r.counters_.liveBytes += size;
+    if constexpr (kBuild) {
+      if (spans) spans->born(id, size);
+    }
     if (observer) observer->born(o);
   }
 
@@ -469,13 +476,18 @@ void Replay::buildTables(bool withCheckpoints) {
   cpSpent_ = 0;
   cpBytesPerEntry_ = 2.0;
   cpMeasured_ = false;
+  spans_ = std::make_unique<SpanCounter>();
+  spanFrom_ = 0;
   LogCheck check(reader_);
   forEachChunk(
       0,
       [&](size_t k) {
         check.beginRecords(recordChunks_[k]);
-        if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0)
+        if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0) {
+          const size_t before = index_->checkpoints.size();
           maybeCheckpoint(k, sinceCheckpoint);
+          if (index_->checkpoints.size() > before) closeSpan(index_->checkpoints.back().position);
+        }
         dict_->newChunk();
         Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
         a.chunk = &recordChunks_[k];
@@ -483,6 +495,7 @@ void Replay::buildTables(bool withCheckpoints) {
         a.gcIndex = &gcIndex;
         a.eventCounts = &eventCounts;
         a.sawEvent = sawEvent;
+        a.spans = spans_.get();
         return a;
       },
       [&](size_t k, Applier<true>& a, bool) {
@@ -496,12 +509,30 @@ void Replay::buildTables(bool withCheckpoints) {
       },
       [](size_t) { return true; });
   check.finish();
+  closeSpan(0);
+  tables_.churnSpansIndexed = spans_ != nullptr;
+  spans_.reset();
   if (!sawEvent) tables_.firstSeq = tables_.endSeq = 0;
   cpFloor_ = 0;
   cpDeltaOk_ = false;
   std::vector<uint64_t>().swap(cpDeaths_);
   std::stable_sort(tables_.gcs.begin(), tables_.gcs.end(),
                    [](const GcRecord& a, const GcRecord& b) { return a.number < b.number; });
+}
+
+// Ends the span being counted where the checkpoint at `next` starts the next one. The spans are
+// kept while they take at most an eighth of the index's share of the log (about 12 bytes an
+// info and span in the tables, LZ4'd); past that churn replays its range.
+void Replay::closeSpan(uint64_t next) {
+  if (!spans_) return;
+  tables_.churnSpans.push_back(spans_->take(spanFrom_));
+  spanFrom_ = next;
+  if (options_.indexShare &&
+      spans_->entries() * 12 >
+          std::max<uint64_t>(reader_.bytes().size() / options_.indexShare / 8, 64 * 1024)) {
+    spans_.reset();
+    std::vector<ChurnSpan>().swap(tables_.churnSpans);
+  }
 }
 
 uint32_t Replay::epochOf(uint64_t birthSeq) const {

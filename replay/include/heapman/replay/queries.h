@@ -125,11 +125,17 @@ class GarbageCounter : public Observer {
   void died(const LiveObject& o, Death how, uint64_t) override {
     (how == Death::kCollected ? collected : freed).add(o.info(), 1, infos_[o.info()].size);
   }
+  // Adds what the index counted in one span of the log (LogTables::churnSpans).
+  void add(const ChurnSpan& s);
   InfoCounts births, collected, freed;
 
  private:
   const std::vector<AllocInfo>& infos_;
 };
+// What was born and died in [from, to): the index's spans that the range covers, summed, and
+// replays of its two ends (at most a checkpoint interval each); the whole range replayed when the
+// index kept no spans. Where the replay is left is unspecified.
+GarbageCounter countGarbage(Replay& r, uint64_t from, uint64_t to);
 // churn() over counts a GarbageCounter gathered between `from` and `to`.
 ChurnResult churn(Replay& r, Attribution& a, const GarbageCounter& c, uint64_t from, uint64_t to,
                   SortBy sort, size_t top);

@@ -117,6 +117,17 @@ struct DumpCopy {
   bool operator==(const DumpCopy&) const = default;
 };
 
+// Births and deaths per AllocInfo in one span of the log between two of the index's checkpoints
+// (LogTables::churnSpans).
+struct ChurnSpan {
+  uint64_t from = 0;             // seek limit where it starts (its checkpoint's position, or 0)
+  std::vector<uint32_t> infos;   // ascending
+  std::vector<uint64_t> counts;  // kColumns per info: born, collected, freed (by free, realloc
+                                 // or a new allocation at its address), each objects then bytes
+  static constexpr size_t kColumns = 6;
+  bool operator==(const ChurnSpan&) const = default;
+};
+
 // Everything a log says besides the live set, gathered by the index pass (and stored in the index
 // file so a later open needs no scan).
 struct LogTables {
@@ -141,6 +152,12 @@ struct LogTables {
   // reader of the dumps builds the table itself.
   std::vector<DumpCopy> dumpCopies;
   bool dumpCopiesIndexed = false;
+  // What was born and died between the index pass's checkpoints: span i covers [churnSpans[i].
+  // from, churnSpans[i + 1].from), the last to the log's end, so that churn over a range is a
+  // sum plus two short replays at its ends (countGarbage). Indexed false: not kept (more than the
+  // index's share allows), and churn replays the whole range.
+  std::vector<ChurnSpan> churnSpans;
+  bool churnSpansIndexed = false;
 
   // Frames of a stack, leaf first (node frames; managed ones are MethodDef ids).
   std::vector<uint32_t> stackNodes(uint32_t stackId) const;
@@ -261,6 +278,7 @@ class Replay {
   struct Index;
   template <bool kBuild>
   struct Applier;
+  class SpanCounter;  // churn_spans.h
 
   void init();
   void buildTables(bool withCheckpoints);
@@ -310,6 +328,11 @@ class Replay {
   uint64_t cpSpent_ = 0;           // checkpoint bytes written
   double cpBytesPerEntry_ = 2.0;   // stored bytes per object or address, as last measured
   bool cpMeasured_ = false;        // cpBytesPerEntry_ measured (else a guess)
+  // Index pass: births and deaths since the last checkpoint (LogTables::churnSpans); null once
+  // the spans outgrow their share of the index.
+  std::unique_ptr<SpanCounter> spans_;
+  uint64_t spanFrom_ = 0;  // where the span being counted starts
+  void closeSpan(uint64_t next);
   Stats stats_;
   std::optional<log::FormatError> damage_;
   friend struct ReplayTestAccess;
