@@ -33,10 +33,7 @@ std::vector<FoldedLine> foldedChurn(Replay& r, Attribution& a, uint64_t from, ui
   if (to < from)
     throw ReplayError("the range ends (" + r.describe(to) + ") before it starts (" +
                       r.describe(from) + ")");
-  r.seek(from);
-  GarbageCounter c(r.tables());
-  r.seek(to, &c);
-  return foldedChurn(r, a, c);
+  return foldedChurn(r, a, countGarbage(r, from, to));
 }
 
 std::vector<FoldedLine> foldedChurn(Replay& r, Attribution& a, const GarbageCounter& c) {

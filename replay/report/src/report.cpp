@@ -257,13 +257,15 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
     return w.take().substr(1);  // without its '{'
   };
 
-  // One forward pass: the series and the garbage counts (churn, the garbage flame graph),
-  // stopping at each point for its blame.
+  // One forward pass: the series, stopping at each point for its blame. The garbage counts
+  // (churn, the garbage flame graph) are the index's churn spans summed (countGarbage), else
+  // counted in this pass.
   std::map<uint64_t, std::string> points;
   SeriesObserver series(t, limits);
-  replay::GarbageCounter garbage(t);
+  replay::GarbageCounter counted(t);
   AllObservers both;
-  both.list = {&series, &garbage};
+  both.list = {&series};
+  if (!t.churnSpansIndexed) both.list.push_back(&counted);
   if (also) both.list.push_back(also);
   r.seek(first);
   for (uint64_t limit : pointLimits) {
@@ -271,6 +273,8 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
     points[limit] = pointAt(limit);
   }
   series.finish();
+  const replay::GarbageCounter garbage =
+      t.churnSpansIndexed ? replay::countGarbage(r, first, last) : counted;
   replay::ChurnResult c = replay::churn(r, a, garbage, first, last, replay::SortBy::kBytes,
                                         o_.maxRows);
   std::vector<replay::FoldedLine> garbageFolded = replay::foldedChurn(r, a, garbage);
