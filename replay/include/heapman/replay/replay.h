@@ -287,6 +287,7 @@ class Replay {
   void resetState();
   void runForward(uint64_t limit, Observer* observer);
   void seekUnchecked(uint64_t limit, Observer* observer);
+  void reserveUpTo(uint64_t limit);
   void checkCancel() const;
   template <class Make, class Done, class Want>
   void forEachChunk(size_t first, Make&& make, Done&& done, Want&& want);
