@@ -8,6 +8,8 @@
 #include <new>
 #include <system_error>
 
+#include "default_exclusions.h"
+
 namespace heapman::cli {
 
 namespace fs = std::filesystem;
@@ -133,17 +135,16 @@ std::string defaultExclusionFile() {
       if (fs::exists(p, ec)) return p.lexically_normal().string();
     }
   }
-#ifdef HEAPMAN_SOURCE_DATA_DIR
-  fs::path src = fs::path(HEAPMAN_SOURCE_DATA_DIR) / "default_exclusions.txt";
-  if (fs::exists(src, ec)) return src.string();
-#endif
   return "";
 }
 
 replay::Exclusions exclusionsOf(const VerbOptions& vm) {
   replay::Exclusions e;
   std::string file = vm.count("exclude") ? vm["exclude"].as<std::string>() : defaultExclusionFile();
-  if (!file.empty()) e = replay::Exclusions::fromFile(file);
+  if (!file.empty())
+    e = replay::Exclusions::fromFile(file);
+  else
+    e = replay::Exclusions::fromText(defaultExclusionsText(), "default_exclusions.txt (built in)");
   if (vm.count("exclude-add"))
     for (const std::string& re : vm["exclude-add"].as<std::vector<std::string>>())
       e.add(re, "--exclude-add");

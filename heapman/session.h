@@ -58,7 +58,9 @@ struct Session {
 replay::SortBy sortOf(const VerbOptions& vm, replay::SortBy dflt = replay::SortBy::kBytes);
 size_t topOf(const VerbOptions& vm);
 replay::Exclusions exclusionsOf(const VerbOptions& vm);
-std::string defaultExclusionFile();  // ../share/heapman next to the binary, or the source copy
+// ../share/heapman/default_exclusions.txt (or share/heapman/...) next to the binary, or "" (then
+// the list embedded in the binary is the default: default_exclusions.h).
+std::string defaultExclusionFile();
 uint64_t pointOf(Session& s, const VerbOptions& vm, const char* option,
                  const char* dflt = nullptr);
 

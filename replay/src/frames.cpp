@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <unordered_set>
 
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
@@ -232,13 +233,22 @@ struct Exclusions::Compiled {
 Exclusions Exclusions::fromFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ReplayError("cannot read exclusion file " + path);
+  return fromStream(in, path);
+}
+
+Exclusions Exclusions::fromText(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  return fromStream(in, name);
+}
+
+Exclusions Exclusions::fromStream(std::istream& in, const std::string& name) {
   Exclusions e;
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     size_t b = line.find_first_not_of(" \t");
     if (b == std::string::npos || line[b] == '#') continue;
     size_t end = line.find_last_not_of(" \t\r");
-    e.check(line.substr(b, end - b + 1), path + ":" + std::to_string(n));
+    e.check(line.substr(b, end - b + 1), name + ":" + std::to_string(n));
   }
   e.compile();
   return e;

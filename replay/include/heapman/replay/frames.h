@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string_view>
 #include <string>
@@ -95,6 +96,8 @@ class Exclusions {
  public:
   // Reads a file; throws ReplayError "FILE:LINE: bad regex 'R': why" or "cannot read FILE".
   static Exclusions fromFile(const std::string& path);
+  // The same from a file's text; `name` stands for the file in errors.
+  static Exclusions fromText(const std::string& text, const std::string& name);
   // Adds one regex; `where` names it in errors ("--exclude-add"). Recompiles the set: meant for
   // a few patterns (fromFile compiles a file's once).
   void add(const std::string& regex, const std::string& where);
@@ -104,6 +107,7 @@ class Exclusions {
   const std::vector<std::string>& patterns() const { return texts_; }
 
  private:
+  static Exclusions fromStream(std::istream& in, const std::string& name);
   struct Compiled;
   void check(const std::string& regex, const std::string& where);
   void compile();
