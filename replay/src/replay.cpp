@@ -617,13 +617,15 @@ void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
   live_.shrinkToFit();
 }
 
-// The live set will hold at least as many objects as any collection on the way left alive: room
-// for the most of them (at a load of 0.65) at once, rather than growing in 5/4 steps that each
-// re-insert every live object (a fifth of a 1 M-event seek from the start of a guile log).
+// The live set will hold at least as many objects as any collection on the way found (those it
+// left alive and those it collected): room for the most of them (at a load of 0.65) at once,
+// rather than growing in 5/4 steps that each re-insert every live object (a fifth of a
+// 1 M-event seek from the start of a guile log).
 void Replay::reserveUpTo(uint64_t limit) {
   uint64_t most = 0;
   for (const GcRecord& g : tables_.gcs)
-    if (g.ended && g.endSeq >= position_ && g.endSeq < limit) most = std::max(most, g.liveObjects);
+    if (g.ended && g.endSeq >= position_ && g.endSeq < limit)
+      most = std::max(most, g.liveObjects + g.collectedObjects);
   if (most > live_.size()) live_.reserve(static_cast<size_t>(most + most / 4));
 }
 
