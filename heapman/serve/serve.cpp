@@ -1,19 +1,28 @@
 // heapman serve LOG [--port N] [--listen HOST] [--token T] [--threads N] [--time-limit S] [--follow]:
 // the log in a browser. One page (its script and style inside the binary) and the JSON API of
 // api.h, over cpp-httplib: a pool of worker threads, each with its own replay of the log (the
-// index file is shared, read-only). Loopback by default; any other address needs a token
+// index file is shared, read-only), answers the queries; connections have threads of their own
+// (cpp-httplib's pool), which hand each query to a worker and wait, so that idle keep-alive
+// connections never hold a worker (a browser keeps several open) and status, cancel and the page
+// are answered while every worker is busy. Loopback by default; any other address needs a token
 // (given, or a random one printed), which every request must carry (?token= or the
 // X-Heapman-Token header). Ends on SIGINT or SIGTERM.
 #include <httplib.h>
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
+#include <mutex>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "../json.h"
 #include "../session.h"
@@ -28,6 +37,55 @@ namespace fs = std::filesystem;
 
 constexpr int kDefaultPort = 8080;
 constexpr size_t kMaxUriBytes = 8192;  // longer request lines: 414 (cpp-httplib's own check)
+constexpr size_t kConnectionThreads = 64;  // connections served at once (idle ones too)
+
+// The query workers: each runs the queries handed to it on its own thread (api.h: a session per
+// thread), in the order they came.
+class Workers {
+ public:
+  explicit Workers(size_t n) {
+    for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  // Runs `f` on a worker; waits for its answer.
+  serve::Answer run(std::function<serve::Answer()> f) {
+    std::packaged_task<serve::Answer()> task(std::move(f));
+    std::future<serve::Answer> answer = task.get_future();
+    {
+      std::lock_guard<std::mutex> g(m_);
+      queue_.push_back(std::move(task));
+    }
+    wake_.notify_one();
+    return answer.get();
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::packaged_task<serve::Answer()> task;
+      {
+        std::unique_lock<std::mutex> g(m_);
+        wake_.wait(g, [this] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable wake_;
+  std::deque<std::packaged_task<serve::Answer()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
 
 void options(po::options_description& o, po::positional_options_description&) {
   o.add_options()("port", po::value<Count>()->value_name("N"),
@@ -142,11 +200,15 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   // The index is built once, on this thread, before any worker opens the log (following, once
   // the URL is out: the log may not exist yet).
   if (!follow) api.warmUp(&stopping);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  Workers workers(threads);
+  svr.new_task_queue = [] { return new httplib::ThreadPool(kConnectionThreads); };
   svr.set_payload_max_length(64 * 1024);
   svr.set_read_timeout(10, 0);
   svr.set_keep_alive_max_count(1000);  // a page asks many questions on one connection
-  svr.set_keep_alive_timeout(30);
+  // An idle connection keeps its thread this long, and SIGTERM waits for it (cpp-httplib 0.11
+  // looks at the server's socket only between requests): 2 s, not 30; a new connection on
+  // loopback costs far less than a Ctrl-C that hangs.
+  svr.set_keep_alive_timeout(2);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (req.target.size() > kMaxUriBytes) {
       refuse(res, 414, "request line too long");
@@ -181,7 +243,8 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   svr.Get(R"(/api/([a-z.]+))", [&](const httplib::Request& req, httplib::Response& res) {
     serve::Params params(req.params.begin(), req.params.end());
     std::string request = req.has_param("request") ? req.get_param_value("request") : "";
-    send(res, api.answer(req.matches[1], params, request));
+    std::string route = req.matches[1];
+    send(res, workers.run([&] { return api.answer(route, params, request); }));
   });
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // an answer of ours (400, 404 with its message)

@@ -6,12 +6,16 @@
 // refused. The page, loaded in Debian's headless Chromium, shows the blame `heapman blame` gives.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -247,6 +251,41 @@ TEST_CASE("many clients at once get the answers one client gets", "[serve]") {
   for (auto& t : clients) t.join();
   CHECK(failed == 0);
   CHECK(wrong == 0);
+}
+
+TEST_CASE("idle keep-alive connections hold no worker, nor the server's end", "[serve]") {
+  // A browser keeps several connections open between its questions. They must not take the
+  // query workers (2 here) from other clients, and SIGTERM must not wait 30 s for them.
+  const Recorded& r = recorded();
+  auto s = std::make_unique<Server>(q(r.log) + " --port 0 --threads 2 --no-symbols");
+  std::vector<int> idle;
+  for (int i = 0; i < 6; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(s->port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    std::string req = "GET /api/gcs HTTP/1.1\r\nHost: x\r\n\r\n";
+    REQUIRE(::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
+    char buf[4096];
+    REQUIRE(::read(fd, buf, sizeof buf) > 0);  // answered; the connection stays open, idle
+    idle.push_back(fd);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  httplib::Client c("127.0.0.1", s->port);
+  c.set_read_timeout(10, 0);
+  auto res = c.Get("/api/blame?at=gc:3&top=5");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(waited < 2.0);
+  t0 = std::chrono::steady_clock::now();
+  CHECK(s->stop() == 0);
+  double ending = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(ending < 4.0);
+  for (int fd : idle) ::close(fd);
 }
 
 TEST_CASE("bad parameters get a 4xx with a message", "[serve]") {
