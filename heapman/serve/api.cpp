@@ -10,6 +10,7 @@
 #include "../output.h"
 #include "../session.h"
 #include "../verbs.h"
+#include "heapman/graph/dump_store.h"
 #include "heapman/logformat/reader.h"
 #include "heapman/replay/replay.h"
 
@@ -107,6 +108,14 @@ std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// "[3,5,7]": the GCs of the session's log that have a RAM dump (objects and paths exist there).
+std::string dumpedGcsJson(const Session& s) {
+  graph::DumpStore store(s.replay->reader());
+  std::string out;
+  for (uint32_t gc : store.dumpedGcs()) out += (out.empty() ? "" : ",") + std::to_string(gc);
+  return "[" + out + "]";
+}
+
 // Options whose value names a file, a directory or a log: the server opens no path a client
 // gives.
 bool namesPath(const DeclaredOption& d) {
@@ -177,6 +186,11 @@ void Api::warmUp(const std::atomic<bool>* cancel) {
     try {
       bool complete = logComplete(log_);
       auto s = Session::open(log_, symbolize_, cancel, complete);
+      std::string dumped = dumpedGcsJson(*s);
+      {
+        std::lock_guard<std::mutex> g(m_);
+        dumpedGcs_ = std::move(dumped);
+      }
       complete_ = complete;
       logBytes_ = fileBytes(log_);
       return;
@@ -201,6 +215,11 @@ void Api::follow(const std::atomic<bool>& stop) {
       // it stale. Once complete, this thread writes it, before any worker reopens the log.
       bool complete = logComplete(log_);
       auto s = Session::open(log_, symbolize_, &stop, complete);
+      std::string dumped = dumpedGcsJson(*s);
+      {
+        std::lock_guard<std::mutex> g(m_);
+        dumpedGcs_ = std::move(dumped);
+      }
       complete_ = complete;
     } catch (...) {
       continue;  // a chunk half written: the next look sees it whole
@@ -211,11 +230,17 @@ void Api::follow(const std::atomic<bool>& stop) {
 }
 
 std::string Api::status() const {
+  std::string dumped;
+  {
+    std::lock_guard<std::mutex> g(m_);
+    dumped = dumpedGcs_;
+  }
   return JsonObject()
              .boolean("follow", follow_)
              .num("generation", generation_.load())
              .num("log_bytes", logBytes_.load())
              .boolean("complete", complete_.load())
+             .raw("dumped_gcs", dumped)
              .str() +
          "\n";
 }

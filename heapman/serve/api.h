@@ -60,7 +60,9 @@ class Api {
   // the generation on, so that each worker reopens it before its next answer. Returns when
   // `stop` reads true.
   void follow(const std::atomic<bool>& stop);
-  // {"follow":..., "generation":N, "log_bytes":N, "complete":...}: what the page polls.
+  // {"follow":..., "generation":N, "log_bytes":N, "complete":..., "dumped_gcs":[N,...]}: what
+  // the page polls; dumped_gcs are the collections with a RAM dump (where objects and paths
+  // answer), as heapman objects' message lists them.
   std::string status() const;
   // Answers one request on the calling thread's session (each worker thread keeps its own: a
   // replay is used by one thread at a time). `request`: the client's name for it ("" none), which
@@ -88,7 +90,8 @@ class Api {
   std::atomic<uint64_t> logBytes_{0};
   std::atomic<bool> complete_{false};  // the followed log has its footer
   std::atomic<uint64_t> serial_{0};
-  std::mutex m_;
+  mutable std::mutex m_;
+  std::string dumpedGcs_ = "[]";  // status()'s dumped_gcs, under m_
   std::condition_variable wake_;
   bool stopping_ = false;
   std::unordered_map<uint64_t, Running> running_;  // by serial

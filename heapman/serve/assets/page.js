@@ -1,7 +1,10 @@
 // heapman serve's page: the timeline of live bytes at each GC; a click at any moment asks the
-// server for blame (with each row's stack) and the heap map there, a drag for the growth over the
-// range. Every answer shows the heapman command that gives it. <html data-js-errors> counts the
-// page's JavaScript errors, data-state is "busy" while answers are awaited and "ready" after.
+// server for blame (with each row's stack), the flame graph of the live set's stacks and the heap
+// map there, and the objects of a dumped collection, whose addresses open their paths from the
+// roots (drawn, listed, downloadable as DOT and GEXF); a drag gives the growth over the range.
+// Every answer shows the heapman command that gives it. <html data-js-errors> counts the
+// page's JavaScript errors, data-state is "busy" while answers are awaited and "ready" after,
+// data-shown counts the questions answered (a moment, a range, an object's paths) so far.
 'use strict';
 
 const root = document.documentElement;
@@ -18,6 +21,9 @@ const W = 1000, H = 180, PAD = { l: 70, r: 10, t: 10, b: 22 };
 const running = {};
 let requestSerial = 0;
 let pending = 0;
+
+let shown = 0;
+function answered() { root.dataset.shown = String(++shown); }
 
 function setBusy(delta) {
   pending += delta;
@@ -59,7 +65,7 @@ async function ask(panel, path, params, as) {
 
 function el(tag, attrs, text) {
   const e = document.createElementNS(tag === 'svg' || attrs.svg ? 'http://www.w3.org/2000/svg'
-    : 'http://www.w3.org/1999/xhtml', tag);
+    : 'http://www.w3.org/1999/xhtml', tag);  // svg: 1 makes any tag an SVG element
   for (const [k, v] of Object.entries(attrs)) if (k !== 'svg') e.setAttribute(k, v);
   if (text !== undefined) e.textContent = text;
   return e;
@@ -101,7 +107,7 @@ function fillTable(id, rows, columns, onRow) {
 
 // ---- the timeline ------------------------------------------------------------------------------
 
-let info = null, gcs = [], firstSeq = 0, endSeq = 1;
+let info = null, gcs = [], firstSeq = 0, endSeq = 1, timelineEvents = [];
 const svg = document.getElementById('timeline');
 
 function xOf(seq) { return PAD.l + (seq - firstSeq) / Math.max(1, endSeq - firstSeq) * (W - PAD.l - PAD.r); }
@@ -128,12 +134,16 @@ function drawTimeline(events) {
     const pts = gcs.map(g => xOf(g.end_seq).toFixed(1) + ',' + yOf(g.live_bytes).toFixed(1));
     svg.appendChild(el('polyline', { svg: 1, class: 'line', points: pts.join(' ') }));
     for (const g of gcs) {
-      svg.appendChild(el('circle', { svg: 1, class: 'gc', cx: xOf(g.end_seq), cy: yOf(g.live_bytes), r: 2 }))
-        .appendChild(el('title', { svg: 1 }, 'GC ' + g.gc + ': ' + bytes(g.live_bytes) + ' live'));
+      const dumped = dumpedGcs.has(g.gc);
+      svg.appendChild(el('circle', { svg: 1, class: dumped ? 'gc dumped' : 'gc', 'data-gc': g.gc,
+        cx: xOf(g.end_seq), cy: yOf(g.live_bytes), r: dumped ? 4 : 2 }))
+        .appendChild(el('title', { svg: 1 }, 'GC ' + g.gc + ': ' + bytes(g.live_bytes) + ' live' +
+          (dumped ? ' (RAM dump: objects and paths)' : '')));
     }
   }
   svg.appendChild(el('rect', { svg: 1, class: 'range', id: 'range', x: 0, y: PAD.t, width: 0, height: H - PAD.t - PAD.b }));
   svg.appendChild(el('line', { svg: 1, class: 'cursor', id: 'cursor', x1: -10, x2: -10, y1: PAD.t, y2: H - PAD.b }));
+  drawCursorAgain();
 }
 
 function svgX(ev) {
@@ -141,6 +151,7 @@ function svgX(ev) {
   return (ev.clientX - r.left) * W / r.width;
 }
 
+// A click (the mouse moved less than 4 units) chooses a moment, a drag a range.
 let dragFrom = null;
 svg.addEventListener('mousedown', ev => { dragFrom = svgX(ev); });
 svg.addEventListener('mousemove', ev => {
@@ -155,7 +166,11 @@ svg.addEventListener('mouseup', ev => {
   dragFrom = null;
   if (Math.abs(x - from) < 4) {
     document.getElementById('range').setAttribute('width', 0);
-    choosePoint(seqOf(x));
+    const dumped = ev.target.classList && ev.target.classList.contains('dumped');
+    const n = dumped ? Number(ev.target.dataset.gc) : null;
+    if (dumped) { choosePoint('gc:' + n, seqOfGc(n)); return; }  // its objects and paths too
+    const seq = seqOf(x);
+    choosePoint('seq:' + seq, seq);
   } else {
     chooseRange(seqOf(Math.min(x, from)), seqOf(Math.max(x, from)));
   }
@@ -164,15 +179,21 @@ svg.addEventListener('mouseup', ev => {
 // ---- answers at a point and over a range --------------------------------------------------------
 
 let blameAnswer = null;
+let cursorSeq = null;
 
-async function choosePoint(seq) {
-  const point = 'seq:' + seq;
-  const cursor = document.getElementById('cursor');
-  cursor.setAttribute('x1', xOf(seq));
-  cursor.setAttribute('x2', xOf(seq));
+// `point` as the CLI takes it (seq:N, gc:N); `seq` where the cursor goes.
+async function choosePoint(point, seq) {
+  cursorSeq = seq;
+  drawCursorAgain();
   root.dataset.point = point;
   document.getElementById('point').textContent = 'point: ' + point;
-  await Promise.all([showBlame(point), showMap(point)]);
+  await Promise.all([showBlame(point), showMap(point), showFlame(point), showObjects(point)]);
+  answered();
+}
+
+function seqOfGc(n) {
+  const g = gcs.find(x => x.gc === n);
+  return g ? g.end_seq : null;
 }
 
 async function showBlame(point) {
@@ -213,18 +234,244 @@ async function showMap(point) {
   if (mapUrl) img.src = mapUrl; else img.removeAttribute('src');
 }
 
+// ---- the flame graph ---------------------------------------------------------------------------
+// From the live set's folded stacks (heapman stacks: "outer;...;inner BYTES" a line), merged into
+// a tree; each frame's width is its bytes over the zoomed frame's, frames narrower than
+// FLAME_MIN units are left out. Zoomed, the frames above the zoomed one span the whole width.
+
+const FLAME_ROW = 17, FLAME_MIN = 1;
+let flameTree = null, flameZoom = null;
+
+function foldedTree(text) {
+  const top = { name: 'all', path: '', bytes: 0, children: new Map(), parent: null };
+  for (const line of text.split('\n')) {
+    const sp = line.lastIndexOf(' ');
+    if (sp <= 0) continue;
+    const n = Number(line.slice(sp + 1));
+    if (!(n > 0)) continue;
+    let node = top;
+    node.bytes += n;
+    for (const f of line.slice(0, sp).split(';')) {
+      let c = node.children.get(f);
+      if (!c) {
+        c = { name: f, path: node.path ? node.path + ';' + f : f, bytes: 0, children: new Map(), parent: node };
+        node.children.set(f, c);
+      }
+      c.bytes += n;
+      node = c;
+    }
+  }
+  return top;
+}
+
+// Heavier first, then by name: the same order for the same answer.
+function childrenOf(node) {
+  return [...node.children.values()].sort((a, b) => b.bytes - a.bytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+function flameColor(name) {
+  let h = 0;
+  for (let i = 0; i < name.length; ++i) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+  return 'hsl(' + (h % 50 + 5) + ', 75%, ' + (58 + (h >> 8) % 18) + '%)';
+}
+
+function drawFlame() {
+  const fsvg = document.getElementById('flame');
+  fsvg.textContent = '';
+  if (!flameTree || !flameTree.bytes) {
+    fsvg.setAttribute('height', FLAME_ROW + 4);
+    fsvg.appendChild(el('text', { svg: 1, x: 4, y: 13 }, flameTree ? 'nothing alive at this point' : ''));
+    return;
+  }
+  const zoom = flameZoom || flameTree;
+  const chain = [];
+  for (let n = zoom; n; n = n.parent) chain.unshift(n);
+  let depth = 0;
+  const frame = (node, x, w, d) => {
+    const g = el('g', { svg: 1, class: node === zoom ? 'frame zoomed' : d < chain.length - 1 ? 'frame above' : 'frame',
+      'data-path': node.path, 'data-bytes': node.bytes, 'data-depth': d });
+    g.appendChild(el('rect', { svg: 1, x: x.toFixed(3), y: d * FLAME_ROW, width: w.toFixed(3),
+      height: FLAME_ROW - 1, fill: node.parent ? flameColor(node.name) : '#ddd' }));
+    const chars = Math.floor((w - 6) / 6.5);
+    if (chars >= 3) {
+      const label = node.name.length <= chars ? node.name : node.name.slice(0, chars - 1) + '\u2026';
+      g.appendChild(el('text', { svg: 1, x: (x + 3).toFixed(1), y: d * FLAME_ROW + 12 }, label));
+    }
+    g.appendChild(el('title', { svg: 1 }, node.name + ': ' + bytes(node.bytes) + ' (' +
+      (100 * node.bytes / flameTree.bytes).toFixed(2) + '% of ' + bytes(flameTree.bytes) + ')'));
+    g.addEventListener('click', () => { flameZoom = node === flameTree ? null : node; drawFlame(); });
+    fsvg.appendChild(g);
+    depth = Math.max(depth, d);
+  };
+  chain.forEach((n, d) => frame(n, 0, W, d));
+  const below = (node, x, d) => {
+    for (const c of childrenOf(node)) {
+      const w = c.bytes / zoom.bytes * W;
+      if (w < FLAME_MIN) continue;
+      frame(c, x, w, d);
+      below(c, x, d + 1);
+      x += w;
+    }
+  };
+  below(zoom, 0, chain.length);
+  fsvg.setAttribute('height', (depth + 1) * FLAME_ROW);
+  root.dataset.flameZoom = zoom.path;
+}
+
+async function showFlame(point) {
+  const a = await ask('flame', 'stacks', { at: point }, 'text');
+  if (a.aborted) return;
+  document.getElementById('flame-command').textContent = a.command || '';
+  showError('flame', a.error);
+  flameTree = a.error ? null : foldedTree(a.body);
+  flameZoom = null;
+  document.getElementById('flame-title').firstChild.textContent = 'Flame graph at ' + point + ' ';
+  drawFlame();
+}
+
+// ---- objects of a dumped collection and their paths from the roots -----------------------------
+
+const dumpedGcs = new Set();
+const OBJECTS_TOP = 20;
+
+function setDumped(list) {
+  dumpedGcs.clear();
+  for (const n of list || []) dumpedGcs.add(n);
+  showDumps();
+}
+
+function showDumps() {
+  const p = document.getElementById('dumps');
+  p.textContent = '';
+  if (!dumpedGcs.size) return;
+  p.appendChild(document.createTextNode('collections with a RAM dump: '));
+  for (const n of [...dumpedGcs].sort((a, b) => a - b)) {
+    const b = el('button', { type: 'button', 'data-gc': n }, 'gc:' + n);
+    b.addEventListener('click', () => choosePoint('gc:' + n, seqOfGc(n) ?? cursorSeq));
+    p.appendChild(b);
+  }
+}
+
+// The dumped collection whose heap graph a point shows (heapman's rule, graph::dumpedGcAt): the
+// collection whose end the point is, or the first one to end after it when that one was dumped;
+// null when there is none (no question is asked then: the page says where the dumps are).
+// The state at seq:S is the one after event S; at gc:N the one after N's end.
+function dumpedGcAt(point) {
+  const m = /^(seq|gc):(\d+)$/.exec(point);
+  if (!m) return null;
+  const limit = m[1] === 'seq' ? Number(m[2]) + 1 : (seqOfGc(Number(m[2])) ?? -2) + 1;
+  for (const n of dumpedGcs) if (seqOfGc(n) + 1 === limit) return n;
+  let next = null;
+  for (const g of gcs) if (g.end_seq + 1 > limit && (!next || g.end_seq < next.end_seq)) next = g;
+  return next && dumpedGcs.has(next.gc) ? next.gc : null;
+}
+
+async function showObjects(point) {
+  const title = document.getElementById('objects-title').firstChild;
+  if (dumpedGcAt(point) === null) {
+    running.objects?.controller.abort();
+    title.textContent = 'Objects ';
+    document.getElementById('objects-command').textContent = '';
+    showError('objects', dumpedGcs.size ? point + ' has no RAM dump: choose a collection that has one'
+      : 'this log has no RAM dump (record with heaprec run --ram-dumps every, or event:NAME)');
+    fillTable('objects', [], []);
+    return;
+  }
+  const a = await ask('objects', 'objects', { at: point, top: OBJECTS_TOP });
+  if (a.aborted) return;
+  document.getElementById('objects-command').textContent = a.command || '';
+  showError('objects', a.error);
+  if (a.error) { fillTable('objects', [], []); return; }
+  title.textContent = 'Objects at ' + a.body.point + ': ' + a.body.matched + ' ';
+  const rows = a.body.objects || [];
+  fillTable('objects', rows, columnsOf(rows), row => showPaths(a.body.point, row.address));
+}
+
+function columnsOf(rows) {
+  return rows.length ? Object.keys(rows[0]).map(k => ({
+    key: k, title: k.replace(/_/g, ' '), n: typeof rows[0][k] === 'number' })) : [];
+}
+
+function apiUrl(path, params) {
+  const q = new URLSearchParams(params);
+  if (token) q.set('token', token);
+  return 'api/' + path + '?' + q;
+}
+
+async function showPaths(point, address) {
+  const a = await ask('paths', 'paths', { at: point, address });
+  if (a.aborted) return;
+  document.getElementById('paths-command').textContent = a.command || '';
+  showError('paths', a.error);
+  const downloads = document.getElementById('paths-downloads');
+  downloads.hidden = !!a.error;
+  document.getElementById('paths-dot').href = apiUrl('paths.dot', { at: point, address });
+  document.getElementById('paths-gexf').href = apiUrl('paths.gexf', { at: point, address });
+  root.dataset.paths = point + ' ' + address;
+  const rows = a.error ? [] : (a.body.paths || []);
+  document.getElementById('paths-title').textContent = a.error ? 'Paths from the roots'
+    : 'Paths from the roots to ' + address + ' at ' + a.body.point + ': ' + a.body.roots_reaching_them +
+      ' roots reach it';
+  fillTable('paths', rows, columnsOf(rows));
+  drawPaths(rows);
+  answered();
+}
+
+// Each path a row of boxes, the root on the left, the object on the right; an arrow is a
+// reference, labelled with the field's offset in the holder.
+function drawPaths(rows) {
+  const psvg = document.getElementById('paths-drawing');
+  psvg.textContent = '';
+  const BOX_W = 170, BOX_H = 48, GAP = 46, ROW = BOX_H + 18, X0 = 4;
+  const paths = [];
+  for (const r of rows) {
+    if (!paths.length || paths[paths.length - 1].path !== r.path) paths.push({ path: r.path, steps: [] });
+    paths[paths.length - 1].steps.push(r);
+  }
+  let widest = 0;
+  paths.forEach((p, i) => {
+    const y = 8 + i * ROW;
+    const g = psvg.appendChild(el('g', { svg: 1, class: 'path', 'data-path': p.path }));
+    p.steps.forEach((s, j) => {
+      const x = X0 + j * (BOX_W + GAP);
+      if (j > 0) {
+        const e = g.appendChild(el('g', { svg: 1, class: 'edge', 'data-field': String(s.field) }));
+        e.appendChild(el('line', { svg: 1, x1: x - GAP, y1: y + BOX_H / 2, x2: x - 2, y2: y + BOX_H / 2,
+          'marker-end': 'url(#arrow)' }));
+        e.appendChild(el('text', { svg: 1, x: x - GAP + 4, y: y + BOX_H / 2 - 4 }, '+' + s.field));
+      }
+      const b = g.appendChild(el('g', { svg: 1, class: j === 0 ? 'step root' : 'step', 'data-node': s.node,
+        'data-step': s.step }));
+      b.appendChild(el('rect', { svg: 1, x, y, width: BOX_W, height: BOX_H, rx: 4 }));
+      const fit = t => t.length <= 26 ? t : t.slice(0, 25) + '\u2026';
+      b.appendChild(el('text', { svg: 1, x: x + 6, y: y + 14, class: 'node' }, fit(s.node)));
+      b.appendChild(el('text', { svg: 1, x: x + 6, y: y + 28 }, fit(s.type)));
+      b.appendChild(el('text', { svg: 1, x: x + 6, y: y + 42 },
+        fit(bytes(s.size) + (s.retained ? ', retains ' + bytes(s.retained) : ''))));
+      b.appendChild(el('title', { svg: 1 }, s.node + '\n' + s.type + '\n' + (s.function || '') +
+        '\nsize ' + s.size + ' B, retained ' + s.retained + ' B'));
+      widest = Math.max(widest, x + BOX_W + 4);
+    });
+  });
+  const defs = psvg.appendChild(el('defs', { svg: 1 }));
+  const marker = defs.appendChild(el('marker', { svg: 1, id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5,
+    markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }));
+  marker.appendChild(el('path', { svg: 1, d: 'M 0 0 L 10 5 L 0 10 z' }));
+  psvg.setAttribute('width', Math.max(widest, 10));
+  psvg.setAttribute('height', paths.length ? 8 + paths.length * ROW : 0);
+}
+
 async function chooseRange(from, to) {
   const a = await ask('diff', 'diff', { from: 'seq:' + from, to: 'seq:' + to, top: TOP });
   if (a.aborted) return;
   document.getElementById('diff-command').textContent = a.command || '';
   showError('diff', a.error);
   root.dataset.range = 'seq:' + from + '..seq:' + to;
-  if (a.error) { fillTable('diff', [], []); return; }
+  if (a.error) { fillTable('diff', [], []); answered(); return; }
   document.getElementById('diff-title').textContent = 'Growth from seq:' + from + ' to seq:' + to;
   const rows = a.body.functions || [];
-  const columns = rows.length ? Object.keys(rows[0]).map(k => ({
-    key: k, title: k.replace(/_/g, ' '), n: typeof rows[0][k] === 'number' })) : [];
-  fillTable('diff', rows, columns);
+  fillTable('diff', rows, columnsOf(rows));
+  answered();
 }
 
 // The timeline from the log as it is now; false when an answer failed.
@@ -241,7 +488,8 @@ async function loadTimeline() {
   document.getElementById('log').textContent = info.file;
   document.getElementById('facts').textContent = (info.header.command_line || []).join(' ') +
     ' - ' + info.events + ' events, ' + gcs.length + ' GCs' + (following ? ' (live)' : '');
-  drawTimeline(e.error || e.aborted ? [] : (e.body.events || []));
+  timelineEvents = e.error || e.aborted ? [] : (e.body.events || []);
+  drawTimeline(timelineEvents);
   return true;
 }
 
@@ -256,10 +504,10 @@ async function poll() {
     const s = await (await fetch('api/status' + (token ? '?token=' + encodeURIComponent(token) : ''))).json();
     if (s.generation !== generation) {
       generation = s.generation;
+      setDumped(s.dumped_gcs);
       root.dataset.generation = String(generation);
       if (await loadTimeline()) {
-        if (atEnd) await choosePoint(info.last_seq);
-        else drawCursorAgain();
+        if (atEnd) await choosePoint('seq:' + info.last_seq, info.last_seq);
       }
     }
     if (s.complete) return;  // the recorder finished the log: nothing more will come
@@ -271,11 +519,10 @@ async function poll() {
 }
 
 function drawCursorAgain() {
-  const m = /^seq:(\d+)$/.exec(root.dataset.point || '');
-  if (!m) return;
   const cursor = document.getElementById('cursor');
-  cursor.setAttribute('x1', xOf(Number(m[1])));
-  cursor.setAttribute('x2', xOf(Number(m[1])));
+  if (!cursor || cursorSeq === null) return;
+  cursor.setAttribute('x1', xOf(cursorSeq));
+  cursor.setAttribute('x2', xOf(cursorSeq));
 }
 
 async function start() {
@@ -284,8 +531,9 @@ async function start() {
     const s = await (await fetch('api/status' + (token ? '?token=' + encodeURIComponent(token) : ''))).json();
     following = s.follow;
     generation = s.generation;
+    setDumped(s.dumped_gcs);
     await loadTimeline();
-    await choosePoint(info.last_seq);
+    await choosePoint('seq:' + info.last_seq, info.last_seq);
     if (following && !s.complete) setTimeout(poll, 1000);
   } finally {
     setBusy(-1);
