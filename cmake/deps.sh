@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages HeapMan needs to build, test and run, skipping those already present.
 # Usage: cmake/deps.sh [build|test|bench]   (test adds what the test suite needs: clang for the
-# fuzzer; bench what bench/ records and compares with: sqlite3, heaptrack, w3m, gbrainy under Xvfb)
+# fuzzer, Node.js and puppeteer-core for the browser test; bench what bench/ records and compares
+# with: sqlite3, heaptrack, w3m, gbrainy under Xvfb)
 set -euo pipefail
 
 packages=(
@@ -28,6 +29,10 @@ if [ "${1:-build}" = test ]; then
   packages+=(python3-jsonschema)
   # the HTML report loaded by a real browser (headless, JavaScript errors counted)
   packages+=(chromium)
+  # heapman serve's page driven in that browser: Node.js and npm (Debian's, unless a node and an
+  # npm are there already), then puppeteer-core from npm, below
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 if [ "${1:-build}" = bench ]; then
   # Real programs without frame pointers to record (run_unwind_bench.sh), and the peer profiler
@@ -40,10 +45,21 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-echo "deps: installing ${missing[*]}" >&2
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ "${1:-build}" = test ]; then
+  # puppeteer-core for tests/integration/serve/browser, as its lock file pins it, into that
+  # directory; it drives Debian's Chromium and never downloads a browser of its own.
+  browser_test="$(cd "$(dirname "$0")/.." && pwd)/tests/integration/serve/browser"
+  if ! (cd "$browser_test" && node -e "process.exit(require('./node_modules/puppeteer-core/package.json').version ===
+        require('./package-lock.json').packages['node_modules/puppeteer-core'].version ? 0 : 1)" 2>/dev/null); then
+    echo "deps: npm ci in $browser_test (puppeteer-core)" >&2
+    (cd "$browser_test" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund >/dev/null)
+  fi
+fi
