@@ -461,17 +461,34 @@ function drawPaths(rows) {
   psvg.setAttribute('height', paths.length ? 8 + paths.length * ROW : 0);
 }
 
+// A range: what grew in it (heapman diff: by function and by type) and its garbage (churn).
 async function chooseRange(from, to) {
-  const a = await ask('diff', 'diff', { from: 'seq:' + from, to: 'seq:' + to, top: TOP });
+  const range = { from: 'seq:' + from, to: 'seq:' + to };
+  root.dataset.range = range.from + '..' + range.to;
+  await Promise.all([showDiff(range), showChurn(range)]);
+  answered();
+}
+
+async function showDiff(range) {
+  const a = await ask('diff', 'diff', { ...range, top: TOP });
   if (a.aborted) return;
   document.getElementById('diff-command').textContent = a.command || '';
   showError('diff', a.error);
-  root.dataset.range = 'seq:' + from + '..seq:' + to;
-  if (a.error) { fillTable('diff', [], []); answered(); return; }
-  document.getElementById('diff-title').textContent = 'Growth from seq:' + from + ' to seq:' + to;
-  const rows = a.body.functions || [];
-  fillTable('diff', rows, columnsOf(rows));
-  answered();
+  const functions = a.error ? [] : (a.body.functions || []), types = a.error ? [] : (a.body.types || []);
+  document.getElementById('diff-title').textContent = 'Growth from ' + range.from + ' to ' + range.to;
+  fillTable('diff', functions, columnsOf(functions));
+  fillTable('diff-types', types, columnsOf(types));
+}
+
+async function showChurn(range) {
+  const a = await ask('churn', 'churn', { ...range, top: TOP });
+  if (a.aborted) return;
+  document.getElementById('churn-command').textContent = a.command || '';
+  showError('churn', a.error);
+  const rows = a.error ? [] : (a.body.functions || []);
+  document.getElementById('churn-title').textContent = 'Garbage from ' + range.from + ' to ' + range.to +
+    (a.error ? '' : ': ' + a.body.garbage);
+  fillTable('churn', rows, columnsOf(rows));
 }
 
 // The timeline from the log as it is now; false when an answer failed.

@@ -6,7 +6,8 @@
 //     flame graph's frames are `heapman stacks --at seq:S`'s folded stacks (its top bar the
 //     blame's live bytes, each frame's width its bytes over the top's), the heap map's PNG is
 //     byte-equal to `heapman map --at seq:S`'s and shown at that PNG's size;
-//   - a drag: the growth table equals `heapman diff --from seq:A --to seq:B`'s;
+//   - a drag: the growth tables (by function, by type) equal `heapman diff --from seq:A --to
+//     seq:B`'s, the garbage table `heapman churn`'s;
 //   - a click on a frame zooms the flame graph to it, a click on the top bar back;
 //   - a dumped collection's objects equal `heapman objects`'s; an address opens its paths from
 //     the roots: the listed steps equal `heapman paths`'s, the drawing has a box per step and an
@@ -287,10 +288,14 @@ async function main() {
     const diffArgs = ['diff', log, '--no-symbols', '--from', m[1], '--to', m[2], '--top', '50', '--json', '-'];
     const diff = JSON.parse(hm(diffArgs));
     check(await page.$eval('#diff-command', p => p.textContent), 'heapman ' + diffArgs.join(' '), 'diff command');
-    const shown = await table(page, 'diff');
-    const expected = asTable(diff.functions);
-    check(shown, expected, `the growth from ${m[1]} to ${m[2]}`);
-    assert.ok(diff.functions.length > 0, 'the range has growth');
+    check(await table(page, 'diff'), asTable(diff.functions), `the growth from ${m[1]} to ${m[2]} by function`);
+    check(await table(page, 'diff-types'), asTable(diff.types), `the growth from ${m[1]} to ${m[2]} by type`);
+    assert.ok(diff.functions.length > 0 && diff.types.length > 0, 'the range has growth');
+    const churnArgs = ['churn', log, '--no-symbols', '--from', m[1], '--to', m[2], '--top', '50', '--json', '-'];
+    const churn = JSON.parse(hm(churnArgs));
+    check(await page.$eval('#churn-command', p => p.textContent), 'heapman ' + churnArgs.join(' '), 'churn command');
+    check(await table(page, 'churn'), asTable(churn.functions), `the garbage from ${m[1]} to ${m[2]}`);
+    assert.ok(churn.functions.length > 0, 'the range has garbage');
     phase(`dragged ${range}`);
   }
 
