@@ -366,23 +366,53 @@ function dumpedGcAt(point) {
   return next && dumpedGcs.has(next.gc) ? next.gc : null;
 }
 
+// At a dumped collection: the retained sizes by type (the dominator tree's) and the objects by
+// retained size, all of them or those of the type clicked.
 async function showObjects(point) {
   const title = document.getElementById('objects-title').firstChild;
   if (dumpedGcAt(point) === null) {
     running.objects?.controller.abort();
+    running.retained?.controller.abort();
     title.textContent = 'Objects ';
-    document.getElementById('objects-command').textContent = '';
+    for (const id of ['objects-command', 'retained-command']) document.getElementById(id).textContent = '';
     showError('objects', dumpedGcs.size ? point + ' has no RAM dump: choose a collection that has one'
       : 'this log has no RAM dump (record with heaprec run --ram-dumps every, or event:NAME)');
+    showError('retained', '');
     fillTable('objects', [], []);
+    fillTable('retained', [], []);
     return;
   }
-  const a = await ask('objects', 'objects', { at: point, top: OBJECTS_TOP });
+  await Promise.all([showRetained(point), showObjectList(point, null)]);
+}
+
+async function showRetained(point) {
+  const a = await ask('retained', 'retained', { at: point, by: 'type', top: OBJECTS_TOP });
+  if (a.aborted) return;
+  document.getElementById('retained-command').textContent = a.command || '';
+  showError('retained', a.error);
+  const rows = a.error ? [] : (a.body.retained || []);
+  if (!a.error) document.getElementById('objects-title').firstChild.textContent =
+    'Objects at ' + a.body.point + ': ' + a.body.heap + ' ';
+  fillTable('retained', rows, columnsOf(rows), async row => {
+    await showObjectList(a.body.point, row.type);
+    answered();
+  });
+}
+
+// A regex matching exactly `text` (RE2 syntax).
+function exactly(text) { return '^' + text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$'; }
+
+async function showObjectList(point, type) {
+  const params = { at: point, top: OBJECTS_TOP };
+  if (type !== null) params.type = exactly(type);
+  const a = await ask('objects', 'objects', params);
   if (a.aborted) return;
   document.getElementById('objects-command').textContent = a.command || '';
   showError('objects', a.error);
+  root.dataset.objectsType = type ?? '';
   if (a.error) { fillTable('objects', [], []); return; }
-  title.textContent = 'Objects at ' + a.body.point + ': ' + a.body.matched + ' ';
+  document.getElementById('objects-list-title').textContent =
+    (type === null ? 'Objects' : 'Objects of type ' + type) + ' by retained size: ' + a.body.matched;
   const rows = a.body.objects || [];
   fillTable('objects', rows, columnsOf(rows), row => showPaths(a.body.point, row.address));
 }

@@ -9,7 +9,8 @@
 //   - a drag: the growth tables (by function, by type) equal `heapman diff --from seq:A --to
 //     seq:B`'s, the garbage table `heapman churn`'s;
 //   - a click on a frame zooms the flame graph to it, a click on the top bar back;
-//   - a dumped collection's objects equal `heapman objects`'s; an address opens its paths from
+//   - a dumped collection's objects equal `heapman objects`'s, its retained sizes by type
+//     `heapman retained --by type`'s, a type's row its objects; an address opens its paths from
 //     the roots: the listed steps equal `heapman paths`'s, the drawing has a box per step and an
 //     arrow per reference, the DOT and GEXF links answer 200 with the bytes of `heapman paths
 //     --dot/--gexf`;
@@ -67,7 +68,7 @@ function hm(args, binary = false) {
 
 function startServer() {
   return new Promise((resolve, reject) => {
-    server = spawn(heapman, ['serve', log, '--port', '0', '--no-symbols'],
+    server = spawn(heapman, ['serve', log, '--port', '0'],
                    { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     server.stdout.on('data', d => {
@@ -220,7 +221,7 @@ async function main() {
     check(await page.$eval('#point', p => p.textContent), 'point: ' + point, 'the point shown');
 
     // Blame: the rows of heapman blame at that point.
-    const blameArgs = ['blame', log, '--no-symbols', '--at', point, '--stacks', '--top', '50', '--json', '-'];
+    const blameArgs = ['blame', log, '--at', point, '--stacks', '--top', '50', '--json', '-'];
     const blame = JSON.parse(hm(blameArgs));
     check(await page.$eval('#blame-command', p => p.textContent), 'heapman ' + blameArgs.join(' '),
           `the blame command at ${point}`);
@@ -229,7 +230,7 @@ async function main() {
     assert.ok(blame.functions.length > 0, `blame at ${point} has rows`);
 
     // The flame graph: heapman stacks' folded stacks; the top bar holds the blame's live bytes.
-    const stacksArgs = ['stacks', log, '--no-symbols', '--at', point];
+    const stacksArgs = ['stacks', log, '--at', point];
     const tree = foldedTree(hm(stacksArgs));
     check(await page.$eval('#flame-command', p => p.textContent), 'heapman ' + stacksArgs.join(' '),
           `the flame graph's command at ${point}`);
@@ -257,7 +258,7 @@ async function main() {
   // ---- zooming the flame graph (at the last moment clicked) -------------------------------------
   {
     const point = await page.evaluate(() => document.documentElement.dataset.point);
-    const tree = foldedTree(hm(['stacks', log, '--no-symbols', '--at', point]));
+    const tree = foldedTree(hm(['stacks', log, '--at', point]));
     // The widest frame below the top with more than one frame drawn under it.
     const frames = expectedFrames(tree, '');
     const target = [...frames.keys()].filter(p => p && [...tree.children.get(p)].filter(c => frames.has(c)).length > 1)
@@ -285,13 +286,13 @@ async function main() {
     const range = await page.evaluate(() => document.documentElement.dataset.range);
     const m = /^(seq:\d+)\.\.(seq:\d+)$/.exec(range);
     assert.ok(m, `the drag chose ${range}`);
-    const diffArgs = ['diff', log, '--no-symbols', '--from', m[1], '--to', m[2], '--top', '50', '--json', '-'];
+    const diffArgs = ['diff', log, '--from', m[1], '--to', m[2], '--top', '50', '--json', '-'];
     const diff = JSON.parse(hm(diffArgs));
     check(await page.$eval('#diff-command', p => p.textContent), 'heapman ' + diffArgs.join(' '), 'diff command');
     check(await table(page, 'diff'), asTable(diff.functions), `the growth from ${m[1]} to ${m[2]} by function`);
     check(await table(page, 'diff-types'), asTable(diff.types), `the growth from ${m[1]} to ${m[2]} by type`);
     assert.ok(diff.functions.length > 0 && diff.types.length > 0, 'the range has growth');
-    const churnArgs = ['churn', log, '--no-symbols', '--from', m[1], '--to', m[2], '--top', '50', '--json', '-'];
+    const churnArgs = ['churn', log, '--from', m[1], '--to', m[2], '--top', '50', '--json', '-'];
     const churn = JSON.parse(hm(churnArgs));
     check(await page.$eval('#churn-command', p => p.textContent), 'heapman ' + churnArgs.join(' '), 'churn command');
     check(await table(page, 'churn'), asTable(churn.functions), `the garbage from ${m[1]} to ${m[2]}`);
@@ -314,20 +315,38 @@ async function main() {
     await settled(page, before);
     const point = 'gc:' + gc;
     check(await page.evaluate(() => document.documentElement.dataset.point), point, 'the dumped point chosen');
-    const objects = JSON.parse(hm(['objects', log, '--no-symbols', '--at', point, '--top', '20', '--json', '-']));
-    const shownObjects = await table(page, 'objects');
-    const expectedObjects = asTable(objects.objects);
-    check(shownObjects, expectedObjects, `objects at ${point}`);
-    phase(`objects at ${point}`);
+    check(await table(page, 'objects'),
+          asTable(JSON.parse(hm(['objects', log, '--at', point, '--top', '20', '--json', '-'])).objects),
+          `objects at ${point}`);
+    // Retained sizes by type; a type's row lists its objects.
+    const retainedArgs = ['retained', log, '--at', point, '--by', 'type', '--top', '20', '--json', '-'];
+    const retained = JSON.parse(hm(retainedArgs)).retained;
+    check(await page.$eval('#retained-command', p => p.textContent), 'heapman ' + retainedArgs.join(' '),
+          'the retained command');
+    check(await table(page, 'retained'), asTable(retained), `retained by type at ${point}`);
+    assert.ok(retained.length >= 2, `two types at ${point}`);
+    const type = retained[1].type;
+    before = await shownNow(page);
+    await page.click('#retained tbody tr:nth-child(2) td');
+    await settled(page, before);
+    check(await page.evaluate(() => document.documentElement.dataset.objectsType), type, 'the type clicked');
+    const typeRegex = '^' + type.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
+    const objectsArgs = ['objects', log, '--at', point, '--top', '20', '--type', typeRegex, '--json', '-'];
+    check(await page.$eval('#objects-command', p => p.textContent),
+          'heapman ' + objectsArgs.slice(0, -4).join(' ') + ` --type '${typeRegex}' --json -`, 'the objects command');
+    const objects = JSON.parse(hm(objectsArgs));
+    check(await table(page, 'objects'), asTable(objects.objects), `objects of type ${type} at ${point}`);
+    assert.ok(objects.objects.length > 0 && objects.objects.every(o => o.type === type), `objects of type ${type}`);
+    phase(`objects at ${point}, of type ${type}`);
     // The blame at a named collection too.
-    const blame = JSON.parse(hm(['blame', log, '--no-symbols', '--at', point, '--stacks', '--top', '50', '--json', '-']));
+    const blame = JSON.parse(hm(['blame', log, '--at', point, '--stacks', '--top', '50', '--json', '-']));
     check(await table(page, 'blame'), asTable(blame.functions,
       BLAME_KEYS, BLAME_TITLES), `blame at ${point}`);
 
     // The object with the longest paths among those listed.
     let best = null;
     for (const [i, o] of objects.objects.entries()) {
-      const p = JSON.parse(hm(['paths', log, '--no-symbols', '--at', point, o.address, '--json', '-']));
+      const p = JSON.parse(hm(['paths', log, '--at', point, o.address, '--json', '-']));
       if (!best || p.paths.length > best.paths.paths.length) best = { i, address: o.address, paths: p };
     }
     assert.ok(best.paths.paths.length >= 3, 'an object with a path of 3 steps');
@@ -337,7 +356,7 @@ async function main() {
     check(await page.evaluate(() => document.documentElement.dataset.paths), point + ' ' + best.address,
           'the paths asked');
     check(await page.$eval('#paths-command', p => p.textContent),
-          `heapman paths ${log} --no-symbols --at ${point} ${best.address} --json -`, 'the paths command');
+          `heapman paths ${log} --at ${point} ${best.address} --json -`, 'the paths command');
     const steps = asTable(best.paths.paths);
     check(await table(page, 'paths'), steps, `the paths to ${best.address}`);
 
@@ -367,7 +386,7 @@ async function main() {
       check(await page.$eval('#' + id, a => a.hasAttribute('download')), true, `${id} downloads`);
       const got = await fetchInPage(page, href);
       check(got.status, 200, `${id} answers`);
-      hm(['paths', log, '--no-symbols', '--at', point, best.address, option, file]);
+      hm(['paths', log, '--at', point, best.address, option, file]);
       const want = fs.readFileSync(path.join(dir, file));
       assert.ok(Buffer.from(got.base64, 'base64').equals(want), `${id}: the bytes of heapman paths ${option}`);
       ++checks;
