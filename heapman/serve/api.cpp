@@ -86,6 +86,7 @@ std::string messageOf(const std::string& err, const std::string& verb) {
 // This thread's session on the log, and the flag its replay polls.
 thread_local std::unique_ptr<Session> tSession;
 thread_local uint64_t tGeneration = 0;  // of the followed log when tSession was opened
+thread_local uint64_t tBytes = 0;       // the followed log's size then
 thread_local std::atomic<bool> tCancel{false};
 
 uint64_t fileBytes(const std::string& path) {
@@ -336,15 +337,32 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
   // This thread's session, opened on its first request.
   Console console;
   ConsoleScope scope(console);
-  if (tSession && follow_ && tGeneration != generation_.load()) tSession.reset();  // it grew
-  if (!tSession) {
+  auto open = [&]() -> bool {
     try {
+      tSession.reset();
       tGeneration = generation_.load();
+      tBytes = follow_ ? fileBytes(log_) : 0;
       tSession = Session::open(log_, symbolize_, &tCancel, !follow_ || complete_.load());
+      return true;
     } catch (...) {
+      tSession.reset();
       reportError("serve");
-      return error(500, messageOf(console.err, "serve"), command);
+      return false;
     }
+  };
+  if (tSession && follow_ && tGeneration != generation_.load()) tSession.reset();  // it grew
+  if (!tSession && !open()) return error(500, messageOf(console.err, "serve"), command);
+  // Following, workers opened the log at different moments of one generation: a point another
+  // worker's answer named (the page's end of the log) may lie past this one's end. Reopened
+  // once when the log grew since, it is there.
+  if (follow_ && !points.empty() && fileBytes(log_) != tBytes) {
+    bool beyond = false;
+    for (const auto& [name, value] : points) try {
+        (void)tSession->replay->resolve(replay::parsePoint(value));
+      } catch (const replay::ReplayError&) {
+        beyond = true;
+      }
+    if (beyond && !open()) return error(500, messageOf(console.err, "serve"), command);
   }
   for (const auto& [name, value] : points) {
     replay::Point point;

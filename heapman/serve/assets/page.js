@@ -540,11 +540,25 @@ async function loadTimeline() {
   return true;
 }
 
-// heapman serve --follow: the log grows while the page is open. Each second the page asks
-// whether it did; then the timeline is drawn again and, unless a moment was clicked, the answers
-// follow the end of the log.
+// heapman serve --follow: the log grows while the page is open. Every half second the page asks
+// whether it did; then the timeline is drawn again at once and, unless a moment was clicked, the
+// answers follow the end of the log: asked again as soon as the last ones are shown, so that slow
+// answers never hold back the timeline nor get cancelled by the next growth before they show.
+const POLL_MS = 500;
 let following = false, generation = 0, atEnd = true;
+let answering = false, answeredGeneration = -1;
 svg.addEventListener('mouseup', () => { atEnd = false; }, true);
+
+function followEnd() {
+  if (!atEnd || answering || answeredGeneration === generation || !info) return;
+  answering = true;
+  const g = generation;
+  choosePoint('seq:' + info.last_seq, info.last_seq).finally(() => {
+    answering = false;
+    answeredGeneration = g;
+    followEnd();  // the log grew meanwhile
+  });
+}
 
 async function poll() {
   try {
@@ -553,16 +567,14 @@ async function poll() {
       generation = s.generation;
       setDumped(s.dumped_gcs);
       root.dataset.generation = String(generation);
-      if (await loadTimeline()) {
-        if (atEnd) await choosePoint('seq:' + info.last_seq, info.last_seq);
-      }
+      if (await loadTimeline()) followEnd();
     }
     if (s.complete) return;  // the recorder finished the log: nothing more will come
   } catch (e) {
     if (String(e).indexOf('Failed to fetch') < 0) throw e;  // the server stopped: stop asking
     return;
   }
-  setTimeout(poll, 1000);
+  setTimeout(poll, POLL_MS);
 }
 
 function drawCursorAgain() {
@@ -579,9 +591,11 @@ async function start() {
     following = s.follow;
     generation = s.generation;
     setDumped(s.dumped_gcs);
+    root.dataset.generation = String(generation);
     await loadTimeline();
+    answeredGeneration = generation;
     await choosePoint('seq:' + info.last_seq, info.last_seq);
-    if (following && !s.complete) setTimeout(poll, 1000);
+    if (following && !s.complete) setTimeout(poll, POLL_MS);
   } finally {
     setBusy(-1);
   }

@@ -16,9 +16,16 @@
 //     --dot/--gexf`;
 //   - no JavaScript error, console error or failed request during the whole run.
 //
-// Usage: node serve_browser_test.js HEAPMAN HEAPREC GC_GAME [CHROMIUM]
-// Exit 0 passed, 1 failed, 4 skipped (no Chromium: CTest's SKIP_RETURN_CODE). puppeteer-core
-// comes from `npm ci` in this directory (cmake/deps.sh test runs it); without it the test fails.
+//
+// With --live, a log being written instead: guile (HEAPMAN_TEST_GUILE) collecting 60 times 100 ms
+// apart, recorded in the background, served with --follow; while it runs the page must show at
+// least 3 successive GC counts and redraw its answers at the end of the log, and once the log is
+// complete its blame equals `heapman blame` at the point it shows; no JavaScript error either.
+//
+// Usage: node serve_browser_test.js [--live] HEAPMAN HEAPREC GC_GAME [CHROMIUM]
+// Exit 0 passed, 1 failed, 4 skipped (no Chromium, or --live without guile: CTest's
+// SKIP_RETURN_CODE). puppeteer-core comes from `npm ci` in this directory (cmake/deps.sh test
+// runs it); without it the test fails.
 'use strict';
 
 const { spawn, execFileSync } = require('node:child_process');
@@ -27,17 +34,23 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const [heapman, heaprec, gcGame, chromium = '/usr/bin/chromium'] = process.argv.slice(2);
+const liveMode = process.argv[2] === '--live';
+const [heapman, heaprec, gcGame, chromium = '/usr/bin/chromium'] = process.argv.slice(liveMode ? 3 : 2);
+const guile = process.env.HEAPMAN_TEST_GUILE || '';
 const SKIP = 4;
 const W = 1000;  // the page's SVG width in user units (timeline, flame graph)
 const PAD_L = 70, PAD_R = 10;  // the timeline's plot area, as page.js draws it
 
 if (!heapman || !heaprec || !gcGame) {
-  console.error('usage: node serve_browser_test.js HEAPMAN HEAPREC GC_GAME [CHROMIUM]');
+  console.error('usage: node serve_browser_test.js [--live] HEAPMAN HEAPREC GC_GAME [CHROMIUM]');
   process.exit(2);
 }
 if (!fs.existsSync(chromium)) {
   console.log(`SKIP: no Chromium at ${chromium} (cmake/deps.sh test installs Debian's chromium)`);
+  process.exit(SKIP);
+}
+if (liveMode && !(guile && fs.existsSync(guile))) {
+  console.log('SKIP: no guile (HEAPMAN_TEST_GUILE; cmake/deps.sh test installs guile-3.0)');
   process.exit(SKIP);
 }
 let puppeteer;
@@ -66,9 +79,9 @@ function hm(args, binary = false) {
     stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 256 << 20 });
 }
 
-function startServer() {
+function startServer(args = [log]) {
   return new Promise((resolve, reject) => {
-    server = spawn(heapman, ['serve', log, '--port', '0'],
+    server = spawn(heapman, ['serve', ...args, '--port', '0'],
                    { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     server.stdout.on('data', d => {
@@ -178,13 +191,9 @@ async function fetchInPage(page, url) {
   }, url);
 }
 
-async function main() {
-  // A real recording: the bdwgc sample game, 3 levels, RAM dumps after each level end.
-  execFileSync(heaprec, ['run', '--ram-dumps', 'event:level_end', '-o', path.join(dir, log), '--',
-    gcGame, '3', '200'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const info = JSON.parse(hm(['info', log, '--json', '-']));
-  const url = await startServer();
-
+// Chromium with a page whose JavaScript errors, console errors and failed requests go to
+// `problems`.
+async function openBrowser() {
   browser = await puppeteer.launch({
     executablePath: chromium, headless: true, userDataDir: path.join(dir, 'profile'),
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -199,7 +208,64 @@ async function main() {
   page.on('requestfailed', r => {
     if (r.failure()?.errorText !== 'net::ERR_ABORTED') problems.push(`failed ${r.url()}: ${r.failure()?.errorText}`);
   });
+  return page;
+}
 
+const dataset = page => page.evaluate(() => ({ ...document.documentElement.dataset }));
+
+// A log being written: the page follows it.
+async function live() {
+  const script = "(let loop ((i 0) (keep '())) (when (< i 60) (gc) (usleep 100000) " +
+                 "(loop (+ i 1) (cons (make-vector 1000 i) keep))))";
+  const rec = spawn(heaprec, ['run', '-o', path.join(dir, 'live.hml'), '--', guile, '--no-auto-compile',
+    '-c', script], { env: { ...process.env, GUILE_AUTO_COMPILE: '0' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  let recorded = null;
+  const ended = new Promise(resolve => rec.on('exit', code => { recorded = code; resolve(); }));
+  const url = await startServer(['live.hml', '--follow', '--no-symbols']);
+  const page = await openBrowser();
+  await page.goto(url);
+  phase('serving a log being written');
+  // While the program runs: the GC counts the page shows, and how many answers it redrew.
+  const counts = [];
+  let redrawn = 0, lastShown = 0;
+  while (recorded === null) {
+    const d = await dataset(page);
+    const n = Number(d.gcs || 0), shown = Number(d.shown || 0);
+    if (d.gcs !== undefined && (!counts.length || counts[counts.length - 1] !== n)) counts.push(n);
+    if (shown > lastShown) { ++redrawn; lastShown = shown; }
+    await new Promise(r => setTimeout(r, 150));
+  }
+  await ended;
+  check(recorded, 0, 'guile recorded');
+  phase(`recorded; GC counts shown while it ran: ${counts.join(' ')}; answers redrawn ${redrawn} times`);
+  assert.ok(counts.length >= 3, `at least 3 successive GC counts while the program ran (${counts.join(' ')})`);
+  check([...counts].sort((a, b) => a - b), counts, 'the GC count only rises');
+  assert.ok(redrawn >= 3, `the answers at the end of the log redrawn as it grew (${redrawn} times)`);
+
+  // Once the log is complete: the page's last answers are heapman's on the finished log.
+  await page.waitForFunction(async () => {
+    const s = await (await fetch('api/status')).json();
+    const d = document.documentElement.dataset;
+    return s.complete && d.generation === String(s.generation) && d.state === 'ready';
+  }, { timeout: 20000, polling: 200 });
+  const d = await dataset(page);
+  const info = JSON.parse(hm(['info', 'live.hml', '--json', '-']));
+  check(d.point, 'seq:' + info.last_seq, 'the page follows the end of the log');
+  check(Number(d.gcs), JSON.parse(hm(['gcs', 'live.hml', '--json', '-'])).gcs.length, 'every GC on the timeline');
+  const blame = JSON.parse(hm(['blame', 'live.hml', '--no-symbols', '--at', d.point, '--stacks', '--top', '50', '--json', '-']));
+  check(await table(page, 'blame'), asTable(blame.functions, BLAME_KEYS, BLAME_TITLES), `blame at ${d.point}`);
+  check(d.jsErrors, '0', 'the page counted no error');
+  check(problems, [], 'no JavaScript error, console error or failed request');
+  console.log(`serve browser test (live): ${checks} checks passed`);
+}
+
+async function main() {
+  // A real recording: the bdwgc sample game, 3 levels, RAM dumps after each level end.
+  execFileSync(heaprec, ['run', '--ram-dumps', 'event:level_end', '-o', path.join(dir, log), '--',
+    gcGame, '3', '200'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const info = JSON.parse(hm(['info', log, '--json', '-']));
+  const url = await startServer();
+  const page = await openBrowser();
   phase('recorded, serving, browser started');
   await page.goto(url);
   await settled(page, 0);
@@ -404,7 +470,7 @@ function cleanUp() {
 }
 
 const timer = setTimeout(() => { console.error('serve browser test: over 55 s'); cleanUp(); process.exit(1); }, 55000);
-main().then(async () => {
+(liveMode ? live : main)().then(async () => {
   await browser.close();
   phase('browser closed');
   clearTimeout(timer);
