@@ -212,6 +212,7 @@ async function showBlame(point) {
 }
 
 function showStack(rank, row) {
+  setFlameSearch(exactly(row.function));  // the function's frames in the flame graph
   const frames = (blameAnswer.stacks || []).filter(s => s.row === rank);
   document.getElementById('stack-title').textContent = 'Stack of ' + row.function;
   document.getElementById('stack-command').textContent =
@@ -275,9 +276,45 @@ function flameColor(name) {
   return 'hsl(' + (h % 50 + 5) + ', 75%, ' + (58 + (h >> 8) % 18) + '%)';
 }
 
+// Frames whose name matches the search box are highlighted; "matched" is the bytes of the stacks
+// through at least one of them (a match under a match counts once), as flamegraph.pl's search.
+const flameSearch = document.getElementById('flame-search');
+let flameMatch = null;
+flameSearch.addEventListener('input', () => setFlameSearch(flameSearch.value));
+
+function setFlameSearch(text) {
+  flameSearch.value = text;
+  flameMatch = null;
+  flameSearch.classList.remove('bad');
+  if (text) {
+    try {
+      flameMatch = new RegExp(text);
+    } catch (e) {
+      flameSearch.classList.add('bad');  // not a regex (yet): nothing highlighted
+    }
+  }
+  drawFlame();
+}
+
+function matchedBytes(node) {
+  if (node.parent && flameMatch.test(node.name)) return node.bytes;
+  let n = 0;
+  for (const c of node.children.values()) n += matchedBytes(c);
+  return n;
+}
+
 function drawFlame() {
   const fsvg = document.getElementById('flame');
   fsvg.textContent = '';
+  const matched = document.getElementById('flame-matched');
+  if (flameTree && flameMatch) {
+    const n = matchedBytes(flameTree);
+    root.dataset.flameMatched = String(n);
+    matched.textContent = 'matched: ' + bytes(n) + ' (' + (100 * n / Math.max(1, flameTree.bytes)).toFixed(2) + '%)';
+  } else {
+    delete root.dataset.flameMatched;
+    matched.textContent = '';
+  }
   if (!flameTree || !flameTree.bytes) {
     fsvg.setAttribute('height', FLAME_ROW + 4);
     fsvg.appendChild(el('text', { svg: 1, x: 4, y: 13 }, flameTree ? 'nothing alive at this point' : ''));
@@ -288,10 +325,11 @@ function drawFlame() {
   for (let n = zoom; n; n = n.parent) chain.unshift(n);
   let depth = 0;
   const frame = (node, x, w, d) => {
-    const g = el('g', { svg: 1, class: node === zoom ? 'frame zoomed' : d < chain.length - 1 ? 'frame above' : 'frame',
+    const match = flameMatch && node.parent && flameMatch.test(node.name) ? ' match' : '';
+    const g = el('g', { svg: 1, class: (node === zoom ? 'frame zoomed' : d < chain.length - 1 ? 'frame above' : 'frame') + match,
       'data-path': node.path, 'data-bytes': node.bytes, 'data-depth': d });
     g.appendChild(el('rect', { svg: 1, x: x.toFixed(3), y: d * FLAME_ROW, width: w.toFixed(3),
-      height: FLAME_ROW - 1, fill: node.parent ? flameColor(node.name) : '#ddd' }));
+      height: FLAME_ROW - 1, fill: match ? '#c060e0' : node.parent ? flameColor(node.name) : '#ddd' }));
     const chars = Math.floor((w - 6) / 6.5);
     if (chars >= 3) {
       const label = node.name.length <= chars ? node.name : node.name.slice(0, chars - 1) + '\u2026';

@@ -8,7 +8,8 @@
 //     byte-equal to `heapman map --at seq:S`'s and shown at that PNG's size;
 //   - a drag: the growth tables (by function, by type) equal `heapman diff --from seq:A --to
 //     seq:B`'s, the garbage table `heapman churn`'s;
-//   - a click on a frame zooms the flame graph to it, a click on the top bar back;
+//   - a click on a frame zooms the flame graph to it, a click on the top bar back; a blame row
+//     highlights its function's frames, and the bytes through them are the folded stacks';
 //   - a dumped collection's objects equal `heapman objects`'s, its retained sizes by type
 //     `heapman retained --by type`'s, a type's row its objects; an address opens its paths from
 //     the roots: the listed steps equal `heapman paths`'s, the drawing has a box per step and an
@@ -181,6 +182,9 @@ function dumpsOf(run) {
 const t0 = Date.now();
 function phase(what) { console.log(`${((Date.now() - t0) / 1000).toFixed(1)} s: ${what}`); }
 
+// A regex matching exactly `text`, as page.js makes it.
+const exactly = text => '^' + text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
+
 async function fetchInPage(page, url) {
   return page.evaluate(async u => {
     const r = await fetch(u);
@@ -340,6 +344,33 @@ async function main() {
     phase('flame graph zoomed in and out');
   }
 
+  // ---- a blame row highlights its function's frames in the flame graph ---------------------------
+  {
+    const point = await page.evaluate(() => document.documentElement.dataset.point);
+    const blame = JSON.parse(hm(['blame', log, '--at', point, '--stacks', '--top', '50', '--json', '-']));
+    const tree = foldedTree(hm(['stacks', log, '--at', point]));
+    const fn = blame.functions[0].function;
+    await page.click('#blame tbody tr:nth-child(1) td');
+    check(await page.$eval('#flame-search', i => i.value), exactly(fn), 'the search a blame row sets');
+    const nameOf = p => p.slice(p.lastIndexOf(';') + 1);
+    check(await page.$$eval('#flame g.frame.match', gs => gs.map(g => g.dataset.path).sort()),
+          [...expectedFrames(tree, '').keys()].filter(p => p && nameOf(p) === fn).sort(), `the frames of ${fn}`);
+    // The bytes of the stacks through the function, each counted once.
+    let matched = 0;
+    const walk = p => {
+      for (const c of tree.children.get(p)) {
+        if (nameOf(c) === fn) matched += tree.bytes.get(c); else walk(c);
+      }
+    };
+    walk('');
+    check(Number(await page.evaluate(() => document.documentElement.dataset.flameMatched)), matched,
+          `the bytes through ${fn}`);
+    assert.ok(matched >= blame.functions[0].live_bytes, `the blame's bytes of ${fn} go through its frames`);
+    assert.ok((await page.$eval('#stack', p => p.textContent)).includes(fn), 'the row\'s stack is shown');
+    ++checks;
+    phase(`blame row ${fn} highlighted`);
+  }
+
   // ---- a range dragged on the timeline ----------------------------------------------------------
   {
     const a = await timelineAt(page, 0.22), b = await timelineAt(page, 0.83);
@@ -396,7 +427,7 @@ async function main() {
     await page.click('#retained tbody tr:nth-child(2) td');
     await settled(page, before);
     check(await page.evaluate(() => document.documentElement.dataset.objectsType), type, 'the type clicked');
-    const typeRegex = '^' + type.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '$';
+    const typeRegex = exactly(type);
     const objectsArgs = ['objects', log, '--at', point, '--top', '20', '--type', typeRegex, '--json', '-'];
     check(await page.$eval('#objects-command', p => p.textContent),
           'heapman ' + objectsArgs.slice(0, -4).join(' ') + ` --type '${typeRegex}' --json -`, 'the objects command');
