@@ -222,6 +222,10 @@ int runServe(const std::string& log, const VerbOptions& vm) {
       return httplib::Server::HandlerResponse::Handled;
     }
     if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // The page's script and style are the binary's own constant bytes, no data of the log: the
+    // page (whose URL carries the token) loads them without it.
+    if (req.path == "/page.js" || req.path == "/page.css")
+      return httplib::Server::HandlerResponse::Unhandled;
     std::string given = req.has_param("token") ? req.get_param_value("token")
                                                : req.get_header_value("X-Heapman-Token");
     if (sameToken(given, token)) return httplib::Server::HandlerResponse::Unhandled;

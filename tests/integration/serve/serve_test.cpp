@@ -354,6 +354,11 @@ TEST_CASE("beyond loopback every request needs the token", "[serve]") {
   CHECK(none.body.find("needs its token") != std::string::npos);
   CHECK(get(s, "/api/gcs?token=" + std::string(32, '0')).status == 401);
   CHECK(get(s, "/?token=wrong").status == 401);
+  CHECK(get(s, "/").status == 401);
+  // The page's script and style (constant bytes of the binary) load without it: the page's URL
+  // carries the token, its <script src> and <link href> do not.
+  CHECK(get(s, "/page.js").status == 200);
+  CHECK(get(s, "/page.css").status == 200);
   Got ok = get(s, "/api/gcs?token=" + s.token);
   CHECK(ok.status == 200);
   httplib::Client c = s.client();

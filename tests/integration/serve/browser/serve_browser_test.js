@@ -15,7 +15,8 @@
 //     the roots: the listed steps equal `heapman paths`'s, the drawing has a box per step and an
 //     arrow per reference, the DOT and GEXF links answer 200 with the bytes of `heapman paths
 //     --dot/--gexf`;
-//   - no JavaScript error, console error or failed request during the whole run.
+//   - no JavaScript error, console error or failed request during the whole run, the server
+//     asking for a token on every request.
 //
 //
 // With --live, a log being written instead: guile (HEAPMAN_TEST_GUILE) collecting 60 times 100 ms
@@ -39,6 +40,7 @@ const liveMode = process.argv[2] === '--live';
 const [heapman, heaprec, gcGame, chromium = '/usr/bin/chromium'] = process.argv.slice(liveMode ? 3 : 2);
 const guile = process.env.HEAPMAN_TEST_GUILE || '';
 const SKIP = 4;
+const TOKEN = 'browsertest';
 const W = 1000;  // the page's SVG width in user units (timeline, flame graph)
 const PAD_L = 70, PAD_R = 10;  // the timeline's plot area, as page.js draws it
 
@@ -87,7 +89,7 @@ function startServer(args = [log]) {
     let out = '';
     server.stdout.on('data', d => {
       out += d;
-      const m = /http:\/\/127\.0\.0\.1:\d+\//.exec(out);
+      const m = /http:\/\/127\.0\.0\.1:\d+\/(\?token=\w+)?/.exec(out);
       if (m) resolve(m[0]);
     });
     server.on('exit', code => reject(new Error(`heapman serve exited (${code}) before its URL: ${out}`)));
@@ -268,7 +270,9 @@ async function main() {
   execFileSync(heaprec, ['run', '--ram-dumps', 'event:level_end', '-o', path.join(dir, log), '--',
     gcGame, '3', '200'], { stdio: ['ignore', 'ignore', 'pipe'] });
   const info = JSON.parse(hm(['info', log, '--json', '-']));
-  const url = await startServer();
+  // With a token, which every request of the page must then carry (a 401 fails the test).
+  const url = await startServer([log, '--token', TOKEN]);
+  assert.ok(url.endsWith('/?token=' + TOKEN), `the URL printed carries the token: ${url}`);
   const page = await openBrowser();
   phase('recorded, serving, browser started');
   await page.goto(url);
@@ -402,7 +406,7 @@ async function main() {
     // heapman's own list of the dumps: what objects says at a collection without one (gc:1, the
     // first, was not dumped: the game dumps after a level ends).
     const dumped = dumpsOf(() => hm(['objects', log, '--at', 'gc:1', '--top', '1']));
-    const status = JSON.parse(Buffer.from((await fetchInPage(page, 'api/status')).base64, 'base64').toString());
+    const status = JSON.parse(Buffer.from((await fetchInPage(page, 'api/status?token=' + TOKEN)).base64, 'base64').toString());
     check(status.dumped_gcs, dumped, 'the collections with a RAM dump');
     check(await page.$$eval('#dumps button', bs => bs.map(b => b.textContent)), dumped.map(n => 'gc:' + n),
           'the dumped collections offered');
