@@ -233,12 +233,7 @@ TEST_CASE("observer sees every birth and death of a forward range", "[replay]") 
 TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[replay][index]") {
   TempDir dir;
   std::string log = (dir.path / "w.hml").string();
-  {
-    auto bytes = makeWorkload(5, 20, 150);
-    FILE* f = std::fopen(log.c_str(), "wb");
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
-  }
+  writeFile(log, makeWorkload(5, 20, 150));
   ReplayOptions o;
   o.checkpointEvents = 300;
   o.indexShare = 0;
@@ -299,12 +294,7 @@ TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[rep
     CHECK(r.index().why.find("stale: built with a checkpoint interval of 300") != std::string::npos);
   }
   // The log changed (recorded again): stale.
-  {
-    auto bytes = makeWorkload(55, 20, 150);
-    FILE* f = std::fopen(log.c_str(), "wb");
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
-  }
+  writeFile(log, makeWorkload(55, 20, 150));
   {
     ReplayOptions o2 = o;
     o2.checkpointEvents = 500;
@@ -319,9 +309,7 @@ TEST_CASE("index file falls back to the cache directory when the log's is not wr
   TempDir dir;
   auto bytes = makeWorkload(6, 5, 50);
   std::string log = (dir.path / "w.hml").string();
-  FILE* f = std::fopen(log.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
+  writeFile(log, bytes);
   std::string cache = (dir.path / "cache").string();
   ::setenv("XDG_CACHE_HOME", cache.c_str(), 1);
   ReplayOptions o;
@@ -437,9 +425,7 @@ TEST_CASE("any flipped byte of the index file is detected and the index rebuilt"
   TempDir dir;
   std::string log = (dir.path / "w.hml").string();
   auto bytes = makeWorkload(9, 12, 120);
-  FILE* f = std::fopen(log.c_str(), "wb");
-  std::fwrite(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
+  writeFile(log, bytes);
   ReplayOptions o;
   o.checkpointEvents = 200;
   o.indexShare = 0;
@@ -504,12 +490,7 @@ TEST_CASE("churn over any range from the index's spans equals a replay of that r
           "[replay][index][churn]") {
   TempDir dir;
   std::string log = (dir.path / "w.hml").string();
-  {
-    auto bytes = makeWorkload(9, 30, 150);
-    FILE* f = std::fopen(log.c_str(), "wb");
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    std::fclose(f);
-  }
+  writeFile(log, makeWorkload(9, 30, 150));
   ReplayOptions o;
   o.checkpointEvents = 300;
   o.indexShare = 0;

@@ -25,13 +25,6 @@ struct Dir {
   ~Dir() { fs::remove_all(path); }
 };
 
-void writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  REQUIRE(f);
-  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
-  std::fclose(f);
-}
-
 // bdwgc-like: objects carved from 4 KiB blocks of one size class each, in address order, a few
 // hundred (size, stack) combinations; a collection every `perGc` allocations frees a quarter of
 // what was born since the one before, the rest lives on (the heap grows like guile's).

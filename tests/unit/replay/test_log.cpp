@@ -1,6 +1,9 @@
 #include "test_log.h"
 
+#include <catch2/catch.hpp>
+
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 namespace rtest {
@@ -149,6 +152,13 @@ RefState engineState(const heapman::replay::Replay& r) {
     s[o.address] = {r.info(o.info()), o.birthSeq()};
   });
   return s;
+}
+
+void writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f);
+  REQUIRE(std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size());
+  std::fclose(f);
 }
 
 }  // namespace rtest

@@ -76,4 +76,7 @@ RefState referenceState(const LogReader& reader, uint64_t limit);
 // The engine's live set in the same shape.
 RefState engineState(const heapman::replay::Replay& r);
 
+// Writes a log's bytes to a file (a failure fails the test).
+void writeFile(const std::string& path, const std::vector<uint8_t>& bytes);
+
 }  // namespace rtest
