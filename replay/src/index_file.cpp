@@ -226,6 +226,20 @@ std::vector<uint8_t> Replay::Index::checkpointBytes(size_t i) const {
 
 // ---- Tables -----------------------------------------------------------------------------------
 
+void writeChurnSpans(detail::Out& o, const std::vector<ChurnSpan>& spans) {
+  o.var(spans.size());
+  for (const ChurnSpan& s : spans) {
+    o.var(s.from);
+    o.var(s.infos.size());
+    uint32_t prev = 0;
+    for (uint32_t i : s.infos) {
+      o.var(i - prev);
+      prev = i;
+    }
+    for (uint64_t c : s.counts) o.var(c);
+  }
+}
+
 std::vector<uint8_t> writeTables(const LogTables& t) {
   detail::Out o;
   o.var(t.firstSeq);
@@ -331,17 +345,7 @@ std::vector<uint8_t> writeTables(const LogTables& t) {
     o.var(c.offset);
   }
   o.u8(t.churnSpansIndexed);
-  o.var(t.churnSpans.size());
-  for (const ChurnSpan& s : t.churnSpans) {
-    o.var(s.from);
-    o.var(s.infos.size());
-    uint32_t prev = 0;
-    for (uint32_t i : s.infos) {
-      o.var(i - prev);
-      prev = i;
-    }
-    for (uint64_t c : s.counts) o.var(c);
-  }
+  writeChurnSpans(o, t.churnSpans);
   return std::move(o.data());
 }
 

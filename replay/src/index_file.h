@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "heapman/replay/replay.h"
+#include "serial.h"
 
 namespace heapman::replay {
 
@@ -84,6 +85,8 @@ struct Replay::Index {
 // The tables as bytes (the index's last blob, before LZ4) and back. readTables throws
 // log::CursorOverrun on malformed input.
 std::vector<uint8_t> writeTables(const LogTables& t);
+// The churn spans as the tables hold them (after their `indexed` byte).
+void writeChurnSpans(detail::Out& o, const std::vector<ChurnSpan>& spans);
 // Fills t.dumpCopies from the log's RAM dump chunks (each decompressed once): the first stored
 // copy of every content hash a later segment refers to. Left unindexed when the log has no
 // dump, a dump chunk is damaged, or the table would take more than `budgetBytes`.

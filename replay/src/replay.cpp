@@ -16,6 +16,7 @@
 #include "heapman/logformat/check.h"
 #include "index_file.h"
 #include "info_dict.h"
+#include "serial.h"
 
 namespace heapman::replay {
 
@@ -510,7 +511,14 @@ void Replay::buildTables(bool withCheckpoints) {
       [](size_t) { return true; });
   check.finish();
   closeSpan(0);
+  // Kept while they take at most their share of the index once compressed, as they are stored.
+  if (spans_ && options_.indexShare) {
+    detail::Out o;
+    writeChurnSpans(o, tables_.churnSpans);
+    if (detail::lz4Compress(o.data()).size() > spanBudget()) spans_.reset();
+  }
   tables_.churnSpansIndexed = spans_ != nullptr;
+  if (!spans_) std::vector<ChurnSpan>().swap(tables_.churnSpans);
   spans_.reset();
   if (!sawEvent) tables_.firstSeq = tables_.endSeq = 0;
   cpFloor_ = 0;
@@ -520,16 +528,22 @@ void Replay::buildTables(bool withCheckpoints) {
                    [](const GcRecord& a, const GcRecord& b) { return a.number < b.number; });
 }
 
-// Ends the span being counted where the checkpoint at `next` starts the next one. The spans are
-// kept while they take at most an eighth of the index's share of the log (about 12 bytes an
-// info and span in the tables, LZ4'd); past that churn replays its range.
+// The churn spans may take an eighth of the index's share of the log (at least 64 KiB), LZ4'd;
+// past that churn replays its range.
+uint64_t Replay::spanBudget() const {
+  return std::max<uint64_t>(reader_.bytes().size() / std::max<uint64_t>(options_.indexShare, 1) / 8,
+                            64 * 1024);
+}
+
+// Ends the span being counted where the checkpoint at `next` starts the next one. While the pass
+// runs, counting stops once the spans hold more entries (an info in a span) than their budget
+// has bytes (LZ4 brings an entry to 1.5 bytes on a guile log: the end of the pass checks the
+// compressed size itself).
 void Replay::closeSpan(uint64_t next) {
   if (!spans_) return;
   tables_.churnSpans.push_back(spans_->take(spanFrom_));
   spanFrom_ = next;
-  if (options_.indexShare &&
-      spans_->entries() * 12 >
-          std::max<uint64_t>(reader_.bytes().size() / options_.indexShare / 8, 64 * 1024)) {
+  if (options_.indexShare && spans_->entries() > spanBudget()) {
     spans_.reset();
     std::vector<ChurnSpan>().swap(tables_.churnSpans);
   }

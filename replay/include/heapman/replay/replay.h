@@ -334,6 +334,7 @@ class Replay {
   std::unique_ptr<SpanCounter> spans_;
   uint64_t spanFrom_ = 0;  // where the span being counted starts
   void closeSpan(uint64_t next);
+  uint64_t spanBudget() const;
   Stats stats_;
   std::optional<log::FormatError> damage_;
   friend struct ReplayTestAccess;
