@@ -11,15 +11,13 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
-#include <mutex>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -39,52 +37,22 @@ constexpr int kDefaultPort = 8080;
 constexpr size_t kMaxUriBytes = 8192;  // longer request lines: 414 (cpp-httplib's own check)
 constexpr size_t kConnectionThreads = 64;  // connections served at once (idle ones too)
 
-// The query workers: each runs the queries handed to it on its own thread (api.h: a session per
-// thread), in the order they came.
+// The query workers: cpp-httplib's thread pool (a FIFO queue; each thread keeps its session,
+// api.h), run here with each query's answer handed back to the connection that asked.
 class Workers {
  public:
-  explicit Workers(size_t n) {
-    for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { run(); });
-  }
-  ~Workers() {
-    {
-      std::lock_guard<std::mutex> g(m_);
-      stopping_ = true;
-    }
-    wake_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
+  explicit Workers(size_t n) : pool_(n) {}
+  ~Workers() { pool_.shutdown(); }  // runs what is queued, then joins
   // Runs `f` on a worker; waits for its answer.
   serve::Answer run(std::function<serve::Answer()> f) {
-    std::packaged_task<serve::Answer()> task(std::move(f));
-    std::future<serve::Answer> answer = task.get_future();
-    {
-      std::lock_guard<std::mutex> g(m_);
-      queue_.push_back(std::move(task));
-    }
-    wake_.notify_one();
+    auto task = std::make_shared<std::packaged_task<serve::Answer()>>(std::move(f));
+    std::future<serve::Answer> answer = task->get_future();
+    pool_.enqueue([task] { (*task)(); });
     return answer.get();
   }
 
  private:
-  void run() {
-    for (;;) {
-      std::packaged_task<serve::Answer()> task;
-      {
-        std::unique_lock<std::mutex> g(m_);
-        wake_.wait(g, [this] { return stopping_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
-  std::mutex m_;
-  std::condition_variable wake_;
-  std::deque<std::packaged_task<serve::Answer()>> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  httplib::ThreadPool pool_;
 };
 
 void options(po::options_description& o, po::positional_options_description&) {
