@@ -182,17 +182,21 @@ bool Api::cancel(const std::string& request) {
   return found;
 }
 
+void Api::openOnce(const std::atomic<bool>* cancel) {
+  bool complete = logComplete(log_);
+  auto s = Session::open(log_, symbolize_, cancel, complete);
+  std::string dumped = dumpedGcsJson(*s);
+  {
+    std::lock_guard<std::mutex> g(m_);
+    dumpedGcs_ = std::move(dumped);
+  }
+  complete_ = complete;
+}
+
 void Api::warmUp(const std::atomic<bool>* cancel) {
   for (;;) {
     try {
-      bool complete = logComplete(log_);
-      auto s = Session::open(log_, symbolize_, cancel, complete);
-      std::string dumped = dumpedGcsJson(*s);
-      {
-        std::lock_guard<std::mutex> g(m_);
-        dumpedGcs_ = std::move(dumped);
-      }
-      complete_ = complete;
+      openOnce(cancel);
       logBytes_ = fileBytes(log_);
       return;
     } catch (const replay::Interrupted&) {
@@ -214,14 +218,7 @@ void Api::follow(const std::atomic<bool>& stop) {
     try {
       // Until the recorder wrote the footer no index file is written: each growth would make
       // it stale. Once complete, this thread writes it, before any worker reopens the log.
-      bool complete = logComplete(log_);
-      auto s = Session::open(log_, symbolize_, &stop, complete);
-      std::string dumped = dumpedGcsJson(*s);
-      {
-        std::lock_guard<std::mutex> g(m_);
-        dumpedGcs_ = std::move(dumped);
-      }
-      complete_ = complete;
+      openOnce(&stop);
     } catch (...) {
       continue;  // a chunk half written: the next look sees it whole
     }

@@ -74,6 +74,9 @@ class Api {
   const std::string& log() const { return log_; }
 
  private:
+  // Opens the log on the calling thread (writing its index once it is complete) and takes from
+  // it what status() says: its dumped collections and whether it is complete. Throws.
+  void openOnce(const std::atomic<bool>* cancel);
   struct Running {
     std::atomic<bool>* flag;
     std::chrono::steady_clock::time_point deadline;
