@@ -32,12 +32,18 @@ struct TempDir {
   }
 };
 
-ReplayOptions quiet(uint64_t interval = 300) {
+// With an index file next to the log, silent.
+ReplayOptions indexed(uint64_t interval) {
   ReplayOptions o;
   o.checkpointEvents = interval;
   o.indexShare = 0;  // checkpoints every interval: these small logs exercise many of them
-  o.useIndex = false;
   o.notes = nullptr;
+  return o;
+}
+
+ReplayOptions quiet(uint64_t interval = 300) {
+  ReplayOptions o = indexed(interval);
+  o.useIndex = false;
   return o;
 }
 
@@ -234,10 +240,7 @@ TEST_CASE("index file: built once, reused, rebuilt when stale or corrupt", "[rep
   TempDir dir;
   std::string log = (dir.path / "w.hml").string();
   writeFile(log, makeWorkload(5, 20, 150));
-  ReplayOptions o;
-  o.checkpointEvents = 300;
-  o.indexShare = 0;
-  o.notes = nullptr;
+  ReplayOptions o = indexed(300);
   RefState atGc10;
   std::vector<ThreadStart> threads;
   {
@@ -426,10 +429,7 @@ TEST_CASE("any flipped byte of the index file is detected and the index rebuilt"
   std::string log = (dir.path / "w.hml").string();
   auto bytes = makeWorkload(9, 12, 120);
   writeFile(log, bytes);
-  ReplayOptions o;
-  o.checkpointEvents = 200;
-  o.indexShare = 0;
-  o.notes = nullptr;
+  ReplayOptions o = indexed(200);
   std::vector<uint8_t> good;
   RefState want;
   {
@@ -491,10 +491,7 @@ TEST_CASE("churn over any range from the index's spans equals a replay of that r
   TempDir dir;
   std::string log = (dir.path / "w.hml").string();
   writeFile(log, makeWorkload(9, 30, 150));
-  ReplayOptions o;
-  o.checkpointEvents = 300;
-  o.indexShare = 0;
-  o.notes = nullptr;
+  ReplayOptions o = indexed(300);
   Replay built(log, o);
   REQUIRE(built.index().built);
   const LogTables& t = built.tables();
