@@ -101,6 +101,7 @@ extern const Verb kBlameVerb{
     .summary = "live bytes and objects per blame function at a point",
     .options = options,
     .run = run,
-    .needs = {{"table", "csv"}}};
+    .needs = {{"table", "csv"}},
+    .prefixOnly = true};
 
 }  // namespace heapman::cli

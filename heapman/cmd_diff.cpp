@@ -124,6 +124,7 @@ extern const Verb kDiffVerb{
     .options = options,
     .run = run,
     .needs = {{"", "from"}, {"", "to"}, {"born-limit", "born"}, {"table", "csv"}},
-    .renamed = {{.old = "by", .now = "table"}}};
+    .renamed = {{.old = "by", .now = "table"}},
+    .prefixOnly = true};
 
 }  // namespace heapman::cli

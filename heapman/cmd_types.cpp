@@ -68,6 +68,7 @@ extern const Verb kTypesVerb{
               {"exclude-add", "since"},
               {"no-symbols", "since"},
               {"table", "csv"}},
-    .renamed = {{.old = "compare", .now = "since"}}};
+    .renamed = {{.old = "compare", .now = "since"}},
+    .prefixOnly = true};
 
 }  // namespace heapman::cli

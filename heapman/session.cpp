@@ -95,7 +95,8 @@ bool Session::holdsMemory() const {
 }
 
 std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
-                                       const std::atomic<bool>* cancel, bool useIndex) {
+                                       const std::atomic<bool>* cancel, bool useIndex,
+                                       bool lazy) {
   auto s = std::make_unique<Session>();
   s->path = path;
   s->symbolize = symbolize;
@@ -106,6 +107,7 @@ std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
   o.intactPrefix = true;
   o.cancel = cancel;  // a damaged log: answer over its intact chunks, say so, exit 1
   o.useIndex = useIndex;
+  o.lazy = lazy;
   if (consoleCaptured()) o.notes = nullptr;  // a server's worker: no stderr of its own
   try {
     s->replay = std::make_unique<replay::Replay>(path, o);

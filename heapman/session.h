@@ -47,9 +47,10 @@ struct Session {
   // `cancel`: when it reads true, the index build or a later seek throws replay::Interrupted.
   // `useIndex` false: no index file is read or written (a log still being written: the index
   // pass runs in memory).
+  // `lazy`: a fresh log is indexed only as far as the command's points (the verb's prefixOnly).
   static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel = nullptr,
-                                       bool useIndex = true);
+                                       bool useIndex = true, bool lazy = false);
   // The log holds the program's memory (RAM dump chunks): files made from it are private (0600).
   bool holdsMemory() const;
 };

@@ -297,7 +297,7 @@ int runOneShot(const Verb& v, const Args& args) {
       audit(v, vm);
       return rc;
     }
-    auto s = Session::open(log, !vm.count("no-symbols"));
+    auto s = Session::open(log, !vm.count("no-symbols"), nullptr, true, v.prefixOnly);
     s->progress->restart(v.name);
     int rc = v.run(*s, vm);
     s->progress->finish();

@@ -53,6 +53,9 @@ struct Verb {
   bool inShell = true;       // false: a command-line verb only (shell)
   bool optionalLog = false;  // the shell verb
   bool serves = false;       // runs until stopped (SIGINT, SIGTERM) once it printed its first line
+  // Answers from the log up to its points: the one-shot command indexes a fresh log only as far
+  // as they are (replay::ReplayOptions::lazy), so an early point costs little the first time.
+  bool prefixOnly = false;
 };
 
 // Every verb, in the order `heapman --help` lists them.

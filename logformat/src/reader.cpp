@@ -414,6 +414,11 @@ void LogReader::scanChunks() {
   }
 }
 
+bool LogReader::payloadIntact(const ChunkRef& c) const {
+  return XXH3_64bits(storage_->data + c.offset + kChunkHeaderSize, c.header.storedLength) ==
+         c.header.payloadChecksum;
+}
+
 std::span<const uint8_t> LogReader::payload(const ChunkRef& c, std::vector<uint8_t>& buffer) const {
   const uint8_t* stored = storage_->data + c.offset + kChunkHeaderSize;
   uint64_t got = XXH3_64bits(stored, c.header.storedLength);

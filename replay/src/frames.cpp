@@ -49,19 +49,40 @@ std::string NamedFrame::location() const {
 
 // ---- FrameNamer ---------------------------------------------------------------------------------
 
-FrameNamer::FrameNamer(const LogTables& tables, bool symbolize) : t_(tables) {
-  // By start; of ranges starting at one address the last recorded wins (code memory reused).
-  for (size_t i = 0; i < t_.jitRanges.size(); ++i) jitByStart_.push_back({t_.jitRanges[i].codeStart, i});
-  std::stable_sort(jitByStart_.begin(), jitByStart_.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+FrameNamer::FrameNamer(const LogTables& tables, bool symbolize)
+    : t_(tables), symbolize_(symbolize) {
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
-  if (symbolize) {
-    sym_ = std::make_unique<Symbolizer>();
-    for (const log::ModuleLoad& m : t_.modules) sym_->addModule(m);
-  }
-#else
-  (void)symbolize;
+  if (symbolize_) sym_ = std::make_unique<Symbolizer>();
 #endif
+  sync();
+}
+
+// The tables of a lazily indexed replay grow as its pass goes on (Replay::indexed()): modules
+// and JIT ranges recorded since are taken in. Names already given stay (a module loaded later
+// over the same addresses names the frames after it, not those before).
+void FrameNamer::sync() {
+  if (t_.modules.size() == modulesSeen_ && t_.jitRanges.size() == jitSeen_) return;
+  if (t_.modules.size() < modulesSeen_ || t_.jitRanges.size() < jitSeen_) {  // tables rebuilt
+    cache_.clear();
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+    if (symbolize_) sym_ = std::make_unique<Symbolizer>();
+#endif
+    modulesSeen_ = 0;
+  }
+  if (t_.jitRanges.size() != jitSeen_) {
+    // By start; of ranges starting at one address the last recorded wins (code memory reused).
+    jitByStart_.clear();
+    for (size_t i = 0; i < t_.jitRanges.size(); ++i)
+      jitByStart_.push_back({t_.jitRanges[i].codeStart, i});
+    std::stable_sort(jitByStart_.begin(), jitByStart_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    jitSeen_ = t_.jitRanges.size();
+  }
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  if (sym_)
+    for (size_t i = modulesSeen_; i < t_.modules.size(); ++i) sym_->addModule(t_.modules[i]);
+#endif
+  modulesSeen_ = t_.modules.size();
 }
 
 FrameNamer::~FrameNamer() = default;
@@ -77,6 +98,7 @@ const log::JitRange* FrameNamer::jitRange(uint64_t address) const {
 }
 
 void FrameNamer::prepare(const std::vector<uint32_t>& stackIds) {
+  sync();
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (!sym_) return;
   std::unordered_set<uint64_t> seen;
@@ -113,6 +135,7 @@ std::vector<NamedFrame> FrameNamer::nativeFallback(uint64_t address) const {
 }
 
 const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
+  sync();
   auto it = cache_.find(nodeId);
   if (it != cache_.end()) return it->second;
   std::vector<NamedFrame> out;
@@ -145,6 +168,7 @@ std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
 }
 
 std::vector<NamedFrame> FrameNamer::codeAt(uint64_t address) {
+  sync();
   if (jitRange(address)) return nativeFallback(address);
   std::vector<NamedFrame> out;
 #ifdef HEAPMAN_HAVE_SYMBOLIZER

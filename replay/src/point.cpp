@@ -70,6 +70,12 @@ Point parsePoint(const std::string& text) {
 }
 
 uint64_t Replay::resolve(const Point& p) const {
+  if (pass_) throw std::logic_error("Replay::resolve const on a replay being indexed lazily");
+  return resolveKnown(p);
+}
+
+// From the tables as they are: the whole log's, or a paused pass's so far.
+uint64_t Replay::resolveKnown(const Point& p) const {
   const LogTables& t = tables_;
   switch (p.kind) {
     case Point::Kind::kStart: return t.firstSeq;
@@ -144,6 +150,8 @@ uint64_t Replay::resolve(const Point& p) const {
 
 std::string Replay::describe(uint64_t limit) const {
   const LogTables& t = tables_;
+  // A paused lazy pass has seen every record before its position; the footer knows the end.
+  const uint64_t endSeq = pass_ ? reader_.index()->endSeq : t.endSeq;
   if (limit <= t.firstSeq) return "start";
   for (const GcRecord& g : t.gcs)
     if (g.ended && g.endSeq + 1 == limit) return "gc:" + std::to_string(g.number);
@@ -151,7 +159,7 @@ std::string Replay::describe(uint64_t limit) const {
     if (e.seq + 1 == limit) return t.eventName(e.nameId) + "#" + std::to_string(e.occurrence);
   for (const FrameRecord& f : t.frames)
     if (f.seq + 1 == limit) return "frame:" + std::to_string(f.frame);
-  if (limit >= t.endSeq) return "end";
+  if (limit >= endSeq) return "end";
   return "seq:" + std::to_string(limit - 1);
 }
 

@@ -10,6 +10,7 @@
 #include <cinttypes>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "churn_spans.h"
 #include "decode_pipeline.h"
@@ -93,6 +94,11 @@ struct Replay::Applier {
   std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
   bool sawEvent = false;
   SpanCounter* spans = nullptr;  // null once the spans outgrew their share
+  // A lazy pass looking for a point (Replay::resolve): the record it names sets the limit to
+  // just after it. targetSeen: occurrences of the event's name met so far.
+  const Point* target = nullptr;
+  uint32_t targetSeen = 0;
+  bool checkedFirst = false;  // the first record past `skip` went through LogCheck already
 
   // Returns false when the record was applied before (resume) and must be ignored.
   template <class T>
@@ -101,9 +107,21 @@ struct Replay::Applier {
       ++visited;
       return false;
     }
-    // What `heapman verify` refuses, the index pass refuses: one set of rules (check.h).
-    if constexpr (kBuild) check->record(rec);
+    // What `heapman verify` refuses, the index pass refuses: one set of rules (check.h). The
+    // event a paused pass stopped at went through them then.
+    if constexpr (kBuild) {
+      if (checkedFirst)
+        checkedFirst = false;
+      else
+        check->record(rec);
+    }
     if constexpr (IsEvent<T>) {
+      if constexpr (kBuild) {
+            if (!sawEvent && target && target->kind == Point::Kind::kStart) {
+          limit = rec.ev.seq;
+          r.tables_.firstSeq = rec.ev.seq;
+        }
+      }
       if (rec.ev.seq >= limit) throw detail::StopDecoding{};
       if constexpr (kBuild) {
         if (!sawEvent) r.tables_.firstSeq = rec.ev.seq;
@@ -270,6 +288,8 @@ struct Replay::Applier {
       rec.liveObjects = r.live_.size();
       rec.liveBytes = r.counters_.liveBytes;
       r.gcEndSeqs_.push_back(g.ev.seq);
+      if (target && target->kind == Point::Kind::kGc && target->number == g.gcNumber)
+        limit = g.ev.seq + 1;
     }
   }
   void operator()(const Lost& l) {
@@ -286,11 +306,18 @@ struct Replay::Applier {
       uint32_t k = ++(*eventCounts)[e.nameId];
       r.tables_.events.push_back({e.nameId, k, e.ev.seq, e.ev.timeNs, e.ev.thread,
                                   static_cast<uint32_t>(e.payload.size())});
+      if (target && target->kind == Point::Kind::kEvent &&
+          r.tables_.eventName(e.nameId) == target->name && ++targetSeen == target->number)
+        limit = e.ev.seq + 1;
     }
   }
   void operator()(const FrameMark& f) {
     if (!enter(f)) return;
-    if constexpr (kBuild) r.tables_.frames.push_back({f.frame, f.ev.seq, f.ev.timeNs});
+    if constexpr (kBuild) {
+      r.tables_.frames.push_back({f.frame, f.ev.seq, f.ev.timeNs});
+      if (target && target->kind == Point::Kind::kFrame && target->number == f.frame)
+        limit = f.ev.seq + 1;
+    }
   }
   void operator()(const StackNode& n) {
     if (!enter(n)) return;
@@ -329,6 +356,26 @@ struct Replay::Applier {
   void operator()(const T& x) {
     enter(x);
   }
+};
+
+// The index pass between runPass() calls: where it stopped (a chunk begun and paused in it when
+// a limit or target stopped it) and what it carries from chunk to chunk.
+struct Replay::Pass {
+  explicit Pass(const LogReader& reader) : check(reader) {}
+  LogCheck check;  // every record through the log's rules, once
+  std::unordered_map<uint32_t, size_t> gcIndex;         // GC number -> tables_.gcs index
+  std::unordered_map<uint32_t, uint32_t> eventCounts;  // occurrences per event name id
+  uint64_t sinceCheckpoint = 0;
+  bool sawEvent = false;
+  size_t chunk = 0;         // of recordChunks_, the next to apply (or the one paused in)
+  uint64_t consumed = 0;    // its records applied
+  bool inChunk = false;     // paused in `chunk`: begun, not ended, in LogCheck
+  uint64_t position = 0;    // the limit it stopped at: the state there is the pass's
+  bool lazy = false;        // paused between queries (ReplayOptions::lazy): writes the index at
+                            // its end
+  bool broken = false;      // stopped by an exception mid-chunk: started again at the next run
+  bool checkedNext = false; // the record it stopped at went through LogCheck
+  bool startKnown = false;  // tables_.firstSeq is the first event's (a pass that met none yet)
 };
 
 // ---- Construction -----------------------------------------------------------------------------
@@ -387,15 +434,25 @@ void Replay::init() {
   }
   if (!loaded) {
     index_ = std::make_unique<Index>();
-    std::vector<std::string> where;
+    indexWhere_.clear();
     if (options_.useIndex && !options_.indexPath.empty() && !damage_)
       for (const std::string& path : indexCandidates(options_.indexPath, reader_.name()))
         if (std::find(refused.begin(), refused.end(), path) == refused.end())
-          where.push_back(path);
-    for (const std::string& path : where)
+          indexWhere_.push_back(path);
+    if (lazyAllowed()) {
+      // Checkpoints stay in memory (seeks read them while the pass is paused) until the index
+      // is written at the pass's end.
+      beginPass();
+      pass_->lazy = true;
+      status_.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      return;
+    }
+    for (const std::string& path : indexWhere_)
       if (index_->openSpill(path)) break;
     try {
-      buildTables(true);
+      beginPass();
+      runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
     } catch (const FormatError& e) {
       // Damage the scan could not see: a payload that fails (checksum, decompression, records),
       // or records that break the log's rules (LogCheck: a chunk missing, repeated or out of
@@ -409,31 +466,12 @@ void Replay::init() {
       reader_.endBefore(e);
       listRecordChunks();
       index_ = std::make_unique<Index>();  // drops the spill file
-      where.clear();
+      indexWhere_.clear();
       status_.why = "not written: the log is damaged";
-      buildTables(true);
+      beginPass();
+      runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
     }
-    // The RAM dumps' first copies: an eighth of the index's byte share at most (checkpoints
-    // take three quarters of it, the tables and directory the rest), 4 KiB for a small log.
-    if (!damage_)
-      indexDumpCopies(reader_, tables_,
-                      std::max<uint64_t>(reader_.bytes().size() /
-                                             std::max<uint64_t>(options_.indexShare, 1) / 8,
-                                         4096));
-    status_.built = true;
-    if (!where.empty()) {
-      std::string err;
-      for (const std::string& path : where) {
-        if (index_->spillFd >= 0 && path != index_->spillTarget) continue;
-        if (writeIndexFile(path, &err)) {
-          status_.path = path;
-          break;
-        }
-      }
-      if (status_.path.empty() && options_.notes)
-        std::fprintf(options_.notes, "heapman: cannot write an index (%s); seeks replay from memory\n",
-                     err.c_str());
-    }
+    writeIndex();
   }
   status_.checkpoints = index_ ? index_->checkpoints.size() : 0;
   status_.fileBytes = index_ ? index_->fileBytes : 0;
@@ -447,6 +485,48 @@ void Replay::init() {
   resetState();
 }
 
+// A prefix of the log answers as the whole log would only when nothing after it changes what
+// came before: see ReplayOptions::lazy.
+bool Replay::lazyAllowed() const {
+  // A stale or damaged index file is rebuilt now, as the note on stderr says.
+  if (!options_.lazy || damage_ || !reader_.end().complete || status_.why != "missing")
+    return false;
+  const auto& footer = reader_.index();
+  if (!footer || !footer->complete || footer->lostEvents) return false;
+  for (const Runtime& rt : reader_.header().runtimes)
+    if (rt.kind == Runtime::Kind::kMono) return false;
+  for (const ChunkRef& c : reader_.chunks())
+    if (c.header.type == static_cast<uint16_t>(ChunkType::kRamDump)) return false;
+  // A damaged payload is found here, as the whole pass would find it (then it does).
+  for (const ChunkRef& c : recordChunks_)
+    if (!reader_.payloadIntact(c)) return false;
+  return true;
+}
+
+// The RAM dumps' first copies, then the index file where one may be written.
+void Replay::writeIndex() {
+  // An eighth of the index's byte share at most (checkpoints take three quarters of it, the
+  // tables and directory the rest), 4 KiB for a small log.
+  if (!damage_)
+    indexDumpCopies(reader_, tables_,
+                    std::max<uint64_t>(reader_.bytes().size() /
+                                           std::max<uint64_t>(options_.indexShare, 1) / 8,
+                                       4096));
+  status_.built = true;
+  if (indexWhere_.empty()) return;
+  std::string err;
+  for (const std::string& path : indexWhere_) {
+    if (index_->spillFd >= 0 && path != index_->spillTarget) continue;
+    if (writeIndexFile(path, &err)) {
+      status_.path = path;
+      break;
+    }
+  }
+  if (status_.path.empty() && options_.notes)
+    std::fprintf(options_.notes, "heapman: cannot write an index (%s); seeks replay from memory\n",
+                 err.c_str());
+}
+
 void Replay::resetState() {
   live_.clear();
   counters_ = {};
@@ -457,8 +537,8 @@ void Replay::resetState() {
 }
 
 // The index pass: every record once, tables and definitions gathered, checkpoints taken at chunk
-// boundaries every options_.checkpointEvents events.
-void Replay::buildTables(bool withCheckpoints) {
+// boundaries every options_.checkpointEvents events. beginPass() starts it from a fresh state.
+void Replay::beginPass() {
   tables_ = LogTables{};
   tables_.stacks.resize(1);
   tables_.stacks[0].defined = true;
@@ -466,10 +546,11 @@ void Replay::buildTables(bool withCheckpoints) {
   gcEndSeqs_.clear();
   resetState();
   if (!index_) index_ = std::make_unique<Index>();
-  std::unordered_map<uint32_t, size_t> gcIndex;
-  std::unordered_map<uint32_t, uint32_t> eventCounts;
-  uint64_t sinceCheckpoint = 0;
-  bool sawEvent = false;
+  index_->checkpoints.clear();
+  index_->memory.clear();
+  bool lazy = pass_ && pass_->lazy;
+  pass_ = std::make_unique<Pass>(reader_);
+  pass_->lazy = lazy;
   cpFloor_ = 0;
   cpDeaths_.clear();
   cpDeltaOk_ = false;
@@ -479,37 +560,89 @@ void Replay::buildTables(bool withCheckpoints) {
   cpMeasured_ = false;
   spans_ = std::make_unique<SpanCounter>();
   spanFrom_ = 0;
-  LogCheck check(reader_);
-  forEachChunk(
-      0,
-      [&](size_t k) {
-        check.beginRecords(recordChunks_[k]);
-        if (withCheckpoints && sinceCheckpoint >= options_.checkpointEvents && k > 0) {
-          const size_t before = index_->checkpoints.size();
-          maybeCheckpoint(k, sinceCheckpoint);
-          if (index_->checkpoints.size() > before) closeSpan(index_->checkpoints.back().position);
-        }
-        dict_->newChunk();
-        Applier<true> a{*this, std::numeric_limits<uint64_t>::max(), nullptr};
-        a.chunk = &recordChunks_[k];
-        a.check = &check;
-        a.gcIndex = &gcIndex;
-        a.eventCounts = &eventCounts;
-        a.sawEvent = sawEvent;
-        a.spans = spans_.get();
-        return a;
-      },
-      [&](size_t k, Applier<true>& a, bool) {
-        check.endRecords();
-        sawEvent = a.sawEvent;
-        sinceCheckpoint += a.applied();
-        stats_.eventsApplied += a.applied();
-        ++stats_.chunksDecoded;
-        if (options_.progress) options_.progress(k + 1, recordChunks_.size());
-        return true;
-      },
-      [](size_t) { return true; });
-  check.finish();
+}
+
+// Carries the pass on from where it stopped, the state with it (the state must be at the pass's
+// position: seek() and resolve() bring it there). It stops at the first event at or past
+// `limit`, or past the record `target` names, or at the end of the log (then endPass()).
+void Replay::runPass(uint64_t limit, const Point* target, Observer* observer) {
+  Pass& p = *pass_;
+  uint32_t seen = 0;
+  if (target && target->kind == Point::Kind::kEvent)
+    for (const EventRecord& e : tables_.events) seen += tables_.eventName(e.nameId) == target->name;
+  const uint64_t wanted = limit;  // read by the decoding thread: never written while it runs
+  bool stoppedAt = false;
+  try {
+    forEachChunk(
+        p.chunk,
+        [&](size_t k) {
+          if (!p.inChunk) {
+            p.check.beginRecords(recordChunks_[k]);
+            if (p.sinceCheckpoint >= options_.checkpointEvents && k > 0) {
+              const size_t before = index_->checkpoints.size();
+              maybeCheckpoint(k, p.sinceCheckpoint);
+              if (index_->checkpoints.size() > before)
+                closeSpan(index_->checkpoints.back().position);
+            }
+            p.inChunk = true;
+          }
+          dict_->newChunk();
+          Applier<true> a{*this, limit, observer};
+          a.chunk = &recordChunks_[k];
+          a.skip = k == p.chunk ? p.consumed : 0;
+          a.check = &p.check;
+          a.gcIndex = &p.gcIndex;
+          a.eventCounts = &p.eventCounts;
+          a.sawEvent = p.sawEvent;
+          a.spans = spans_.get();
+          a.target = target;
+          a.targetSeen = seen;
+          a.checkedFirst = k == p.chunk && p.checkedNext;
+          return a;
+        },
+        [&](size_t k, Applier<true>& a, bool stopped) {
+          p.sawEvent = a.sawEvent;
+          seen = a.targetSeen;
+          limit = a.limit;  // a target met at the end of this chunk stops at the next event
+          p.sinceCheckpoint += a.applied();
+          stats_.eventsApplied += a.applied();
+          ++stats_.chunksDecoded;
+          p.checkedNext = false;
+          if (stopped) {
+            p.chunk = k;
+            p.consumed = a.visited;
+            p.checkedNext = true;  // the record it stopped at
+            stoppedAt = true;
+            return false;
+          }
+          p.check.endRecords();
+          p.inChunk = false;
+          p.chunk = k + 1;
+          p.consumed = 0;
+          if (options_.progress) options_.progress(k + 1, recordChunks_.size());
+          return true;
+        },
+        [&](size_t k) { return recordChunks_[k].header.firstSeq <= wanted; });
+  } catch (...) {
+    p.broken = true;  // records of the chunk it was in are in the tables, its cursor is not
+    throw;
+  }
+  position_ = limit;
+  if (stoppedAt) {
+    p.position = limit;
+    chunk_ = p.chunk;
+    consumed_ = p.consumed;
+    return;
+  }
+  chunk_ = recordChunks_.size();
+  consumed_ = 0;
+  endPass();
+}
+
+// The end of the log: the last checks and span, the GCs in number order; a lazy pass writes the
+// index now.
+void Replay::endPass() {
+  pass_->check.finish();
   closeSpan(0);
   // Kept while they take at most their share of the index once compressed, as they are stored.
   if (spans_ && options_.indexShare) {
@@ -520,12 +653,71 @@ void Replay::buildTables(bool withCheckpoints) {
   tables_.churnSpansIndexed = spans_ != nullptr;
   if (!spans_) std::vector<ChurnSpan>().swap(tables_.churnSpans);
   spans_.reset();
-  if (!sawEvent) tables_.firstSeq = tables_.endSeq = 0;
+  if (!pass_->sawEvent) tables_.firstSeq = tables_.endSeq = 0;
   cpFloor_ = 0;
   cpDeltaOk_ = false;
   std::vector<uint64_t>().swap(cpDeaths_);
   std::stable_sort(tables_.gcs.begin(), tables_.gcs.end(),
                    [](const GcRecord& a, const GcRecord& b) { return a.number < b.number; });
+  const bool lazy = pass_->lazy;
+  pass_.reset();
+  if (!lazy) return;
+  auto t0 = std::chrono::steady_clock::now();
+  writeIndex();
+  status_.checkpoints = index_->checkpoints.size();
+  status_.fileBytes = index_->fileBytes;
+  status_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  gcEndSeqs_.clear();
+  for (const GcRecord& g : tables_.gcs)
+    if (g.ended) gcEndSeqs_.push_back(g.endSeq);
+  std::sort(gcEndSeqs_.begin(), gcEndSeqs_.end());
+}
+
+// Brings the state to where the paused pass stopped (an interrupted pass starts again).
+void Replay::toPass(Observer* observer) {
+  if (pass_->broken) beginPass();
+  if (observer) {
+    if (position_ < pass_->position) runForward(pass_->position, observer);
+  } else if (position_ != pass_->position || chunk_ != pass_->chunk ||
+             consumed_ != pass_->consumed) {
+    seekUnchecked(pass_->position, nullptr);
+  }
+}
+
+uint64_t Replay::resolve(const Point& p) {
+  if (pass_) {
+    // A lazy pass paused: a point it has passed resolves from the tables so far; otherwise the
+    // pass goes on until it meets the point, or to the end (then the whole log's tables answer,
+    // or name the valid range).
+    if (p.kind == Point::Kind::kEnd) completeIndex();
+    if (pass_ && !pass_->sawEvent && !pass_->startKnown) {
+      toPass(nullptr);
+      const Point start{Point::Kind::kStart};
+      runPass(std::numeric_limits<uint64_t>::max(), &start, nullptr);
+      if (pass_) pass_->startKnown = true;
+    }
+    if (pass_ && p.kind == Point::Kind::kStart) return tables_.firstSeq;
+    if (pass_ && p.kind == Point::Kind::kSeq) {
+      // The footer knows where the events end; LogCheck has held the pass to it so far.
+      if (p.number >= tables_.firstSeq && p.number < reader_.index()->endSeq) return p.number + 1;
+      completeIndex();
+    }
+    if (pass_) {
+      try {
+        return resolveKnown(p);
+      } catch (const ReplayError&) {
+      }
+      toPass(nullptr);
+      runPass(std::numeric_limits<uint64_t>::max(), &p, nullptr);
+      if (pass_) return pass_->position;
+    }
+  }
+  return resolveKnown(p);
+}
+
+void Replay::completeIndex() {
+  if (!pass_) return;
+  seek(std::numeric_limits<uint64_t>::max());
 }
 
 // The churn spans may take an eighth of the index's share of the log (at least 64 KiB), LZ4'd;
@@ -601,6 +793,14 @@ void Replay::seek(uint64_t limit, Observer* observer) {
 }
 
 void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
+  // Past a paused lazy pass: the pass takes the state on from where it stopped (the state there
+  // first; it is never ahead of the pass).
+  if (pass_ && limit > pass_->position) {
+    toPass(observer);
+    runPass(limit, nullptr, observer);
+    live_.shrinkToFit();
+    return;
+  }
   if (observer) {
     if (limit < position_)
       throw ReplayError("cannot observe a backward seek (from " + describe(position_) + " to " +
@@ -644,6 +844,7 @@ void Replay::reserveUpTo(uint64_t limit) {
 }
 
 void Replay::replayFromStart(uint64_t limit) {
+  if (pass_ && limit > pass_->position) completeIndex();  // the infos past it are not known yet
   resetState();
   reserveUpTo(limit);
   runForward(limit, nullptr);

@@ -9,7 +9,7 @@
 namespace rtest {
 
 std::vector<uint8_t> makeWorkload(uint32_t seed, uint32_t gcs, uint32_t allocsPerGc,
-                                  uint32_t chunkBytes) {
+                                  uint32_t chunkBytes, bool lost) {
   LogBuilder b(chunkBytes);
   std::mt19937_64 rng(seed);
   auto pick = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
@@ -100,7 +100,7 @@ std::vector<uint8_t> makeWorkload(uint32_t seed, uint32_t gcs, uint32_t allocsPe
     b.put(Collected{gc, dead});
     b.put(GcEnd{b.next(), gc, 900 * gc, 100, 5000 + gc});
     if (gc % 3 == 0) b.put(CustomEvent{b.next(), 2, {}});
-    if (gc == gcs / 2) b.put(Lost{b.next(), 3, 1, "test overflow"});
+    if (lost && gc == gcs / 2) b.put(Lost{b.next(), 3, 1, "test overflow"});
   }
   b.put(ThreadStop{b.next(1), 1});
   return b.finish();

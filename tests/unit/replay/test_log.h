@@ -59,9 +59,10 @@ struct LogBuilder {
 
 // A game-like GC workload with every record kind: native malloc/free/realloc, bdwgc heaps with
 // collected sets, unknown frees, replaced allocations, custom events level_start/level_end, frame
-// marks, threads, modules, types, methods, managed stacks, root sets and a Lost record.
+// marks, threads, modules, types, methods, managed stacks, root sets and (unless `lost` is
+// false) a Lost record.
 std::vector<uint8_t> makeWorkload(uint32_t seed, uint32_t gcs, uint32_t allocsPerGc,
-                                  uint32_t chunkBytes = 2048);
+                                  uint32_t chunkBytes = 2048, bool lost = true);
 
 struct RefObject {
   AllocInfo info;

@@ -60,8 +60,11 @@ class FrameNamer {
 
  private:
   const LogTables& t_;
+  bool symbolize_;
+  size_t modulesSeen_ = 0, jitSeen_ = 0;  // of t_'s, taken in
   std::unique_ptr<Symbolizer> sym_;
   std::unordered_map<uint32_t, std::vector<NamedFrame>> cache_;
+  void sync();
   std::vector<NamedFrame> nativeFallback(uint64_t address) const;
   std::vector<NamedFrame> nativeFrames(uint64_t address);
   const log::JitRange* jitRange(uint64_t address) const;

@@ -215,6 +215,16 @@ struct ReplayOptions {
   // Polled between blocks of a few thousand records; when it reads true, the replay throws
   // Interrupted. May be set from a signal handler.
   const std::atomic<bool>* cancel = nullptr;
+  // true: a log without a usable index file is indexed only as far as the queries go. resolve()
+  // and seek() carry the index pass on to the point they are asked for, tables() hold the log up
+  // to where the pass stopped (indexed() false until it reaches the end; completeIndex() takes
+  // it there), and the index file is written when it does. So the first question about an early
+  // point of a fresh log costs the events up to that point, not the whole log. Only where no
+  // index file is found (a stale or damaged one is rebuilt on open), and only for a log the
+  // prefix answers exactly as the whole does: complete (its footer read), nothing lost, no RAM
+  // dump, no Mono JIT (a later JitRange may rename an earlier frame), every chunk's checksum
+  // holding (checked on open, without decompressing). Any other log is indexed on open.
+  bool lazy = false;
 };
 
 struct IndexStatus {
@@ -247,6 +257,11 @@ class Replay {
   const AllocInfo& info(uint32_t id) const { return tables_.infos[id]; }
 
   // The sequence limit of a point; throws ReplayError naming the valid range.
+  // With ReplayOptions::lazy the index pass goes on until it meets the point (to the end when
+  // the log lacks it), which moves the state there too.
+  uint64_t resolve(const Point& p);
+  uint64_t resolve(const std::string& pointText) { return resolve(parsePoint(pointText)); }
+  // The same on a replay that is indexed() (a std::logic_error when a lazy pass is paused).
   uint64_t resolve(const Point& p) const;
   uint64_t resolve(const std::string& pointText) const { return resolve(parsePoint(pointText)); }
   // A readable name for a limit ("gc:40", "level_end#3", "seq:1234", "end").
@@ -265,6 +280,13 @@ class Replay {
   // the property tests' reference).
   void replayFromStart(uint64_t limit);
 
+  // Whether the index pass has read the whole log (always, unless ReplayOptions::lazy paused it):
+  // tables() then describe all of it.
+  bool indexed() const { return !pass_; }
+  // Carries a paused index pass to the end of the log (writing the index file). The state is
+  // then at the end. Nothing to do when indexed().
+  void completeIndex();
+
   struct Stats {
     uint64_t eventsApplied = 0;  // since construction
     uint64_t checkpointLoads = 0;
@@ -279,9 +301,19 @@ class Replay {
   template <bool kBuild>
   struct Applier;
   class SpanCounter;  // churn_spans.h
+  struct Pass;        // the index pass between chunks or paused in one (replay.cpp)
 
   void init();
-  void buildTables(bool withCheckpoints);
+  bool lazyAllowed() const;
+  // The index pass: beginPass() starts it afresh, runPass() carries it on from where it stopped to
+  // `limit` (or, with a target, to just after the record the point names), moving the state
+  // with it; at the end of the log it ends it (endPass) and, when lazy, writes the index.
+  void beginPass();
+  void runPass(uint64_t limit, const Point* target, Observer* observer);
+  void endPass();
+  void toPass(Observer* observer);
+  uint64_t resolveKnown(const Point& p) const;
+  void writeIndex();
   bool loadIndexFile(const std::string& path, std::string* why);
   bool writeIndexFile(const std::string& path, std::string* error);
   void resetState();
@@ -333,6 +365,8 @@ class Replay {
   // the spans outgrow their share of the index.
   std::unique_ptr<SpanCounter> spans_;
   uint64_t spanFrom_ = 0;  // where the span being counted starts
+  std::unique_ptr<Pass> pass_;  // the index pass while it has not reached the end of the log
+  std::vector<std::string> indexWhere_;  // where the index file may be written, in that order
   void closeSpan(uint64_t next);
   uint64_t spanBudget() const;
   Stats stats_;

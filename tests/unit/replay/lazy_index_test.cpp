@@ -1,0 +1,208 @@
+// A lazily indexed replay (ReplayOptions::lazy): whatever points it is asked for, in whatever
+// order, it answers as a replay indexed on open does, it reads only as far as they need, and the
+// index file it writes at the end is that replay's byte for byte.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "test_log.h"
+
+using namespace rtest;
+using namespace heapman::replay;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Dir {
+  fs::path path;
+  Dir() {
+    path = fs::temp_directory_path() / ("lazy-index-test-" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Dir() { fs::remove_all(path); }
+};
+
+ReplayOptions options(const fs::path& index, bool lazy) {
+  ReplayOptions o;
+  o.checkpointEvents = 300;
+  o.indexShare = 0;  // a checkpoint at every interval: many of them to resume between
+  o.notes = nullptr;
+  o.indexPath = index.string();
+  o.lazy = lazy;
+  return o;
+}
+
+std::vector<char> bytesOf(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Every birth and death a forward seek reports, in order.
+struct Trace : Observer {
+  std::vector<std::tuple<uint64_t, uint64_t, int, uint64_t>> seen;
+  void born(const LiveObject& o) override { seen.emplace_back(o.address, o.birthSeq(), -1, 0); }
+  void died(const LiveObject& o, Death how, uint64_t seq) override {
+    seen.emplace_back(o.address, o.birthSeq(), static_cast<int>(how), seq);
+  }
+};
+
+std::string somePoint(std::mt19937_64& rng, const LogTables& whole) {
+  auto pick = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  switch (pick(6)) {
+    case 0: return "gc:" + std::to_string(1 + pick(whole.gcs.size()));
+    case 1: return "level_start#" + std::to_string(1 + pick(10));
+    case 2: return "level_end#" + std::to_string(1 + pick(9));
+    case 3: return "frame:" + std::to_string(whole.frames[pick(whole.frames.size())].frame);
+    case 4: return "seq:" + std::to_string(pick(whole.endSeq));
+    default: return "start";
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lazy index: random points and seeks answer as the index built on open does, and the "
+          "file written at the end is the same",
+          "[replay][index][property]") {
+  Dir dir;
+  const fs::path log = dir.path / "w.hml";
+  writeFile(log.string(), makeWorkload(21, 30, 150, 2048, /*lost=*/false));
+  Replay whole(log.string(), options(dir.path / "whole.hmx", false));
+  REQUIRE(whole.indexed());
+  REQUIRE(whole.index().checkpoints > 10);
+  const uint64_t allEvents = whole.stats().eventsApplied;
+
+  Replay lazy(log.string(), options(dir.path / "lazy.hmx", true));
+  CHECK_FALSE(lazy.indexed());
+  CHECK(lazy.stats().eventsApplied == 0);
+  // What the paused pass knows of the end (describe's "end") is the footer's.
+  CHECK(lazy.reader().index()->endSeq == whole.tables().endSeq);
+
+  // An early point reads only the log up to it.
+  uint64_t gc2 = lazy.resolve("gc:2");
+  CHECK(gc2 == whole.resolve("gc:2"));
+  lazy.seek(gc2);
+  whole.seek(gc2);
+  CHECK(engineState(lazy) == engineState(whole));
+  CHECK_FALSE(lazy.indexed());
+  CHECK(lazy.stats().eventsApplied < allEvents / 5);
+  CHECK_FALSE(fs::exists(dir.path / "lazy.hmx"));
+
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 120 && !lazy.indexed(); ++i) {
+    std::string text = somePoint(rng, whole.tables());
+    INFO("step " << i << ": " << text);
+    uint64_t want = whole.resolve(text);
+    REQUIRE(lazy.resolve(text) == want);
+    REQUIRE(lazy.describe(want) == whole.describe(want));
+    if (rng() % 3 == 0 && want >= lazy.position()) {
+      // Forward with an observer: the same births and deaths in the same order.
+      Replay from(log.string(), options(dir.path / "whole.hmx", false));
+      from.seek(lazy.position());
+      Trace a, b;
+      lazy.seek(want, &a);
+      from.seek(want, &b);
+      REQUIRE(a.seen == b.seen);
+    } else {
+      lazy.seek(want);
+    }
+    whole.seek(want);
+    REQUIRE(engineState(lazy) == engineState(whole));
+    REQUIRE(lazy.counters() == whole.counters());
+  }
+
+  lazy.completeIndex();
+  REQUIRE(lazy.indexed());
+  CHECK(lazy.index().built);
+  CHECK(lazy.tables().gcs.size() == whole.tables().gcs.size());
+  CHECK(lazy.tables().churnSpans == whole.tables().churnSpans);
+  REQUIRE(fs::exists(dir.path / "lazy.hmx"));
+  CHECK(bytesOf(dir.path / "lazy.hmx") == bytesOf(dir.path / "whole.hmx"));
+  // Every event once: the pass never went back over what it had read.
+  CHECK(lazy.stats().eventsApplied >= allEvents);
+
+  // The written index serves the next open, which is indexed at once.
+  Replay again(log.string(), options(dir.path / "lazy.hmx", true));
+  CHECK(again.indexed());
+  CHECK_FALSE(again.index().built);
+
+  // A stale one is rebuilt on open, as the note says, not left stale behind a paused pass.
+  writeFile(log.string(), makeWorkload(26, 30, 150, 2048, false));
+  Replay stale(log.string(), options(dir.path / "lazy.hmx", true));
+  CHECK(stale.indexed());
+  CHECK(stale.index().built);
+  CHECK(stale.index().why.find("stale") != std::string::npos);
+}
+
+TEST_CASE("lazy index: points the log lacks read it all and name the range as before",
+          "[replay][index]") {
+  Dir dir;
+  const fs::path log = dir.path / "w.hml";
+  writeFile(log.string(), makeWorkload(22, 12, 100, 2048, false));
+  Replay whole(log.string(), options(dir.path / "whole.hmx", false));
+  for (const char* text : {"gc:99", "level_end#50", "frame:100000", "boss", "seq:999999999"}) {
+    INFO(text);
+    Replay lazy(log.string(), options(dir.path / "lazy.hmx", true));
+    std::string wholeSays, lazySays;
+    try {
+      whole.resolve(text);
+    } catch (const ReplayError& e) {
+      wholeSays = e.what();
+    }
+    try {
+      lazy.resolve(text);
+    } catch (const ReplayError& e) {
+      lazySays = e.what();
+    }
+    CHECK_FALSE(wholeSays.empty());
+    CHECK(lazySays == wholeSays);
+    CHECK(lazy.indexed());
+    fs::remove(dir.path / "lazy.hmx");
+  }
+  // "end" reads it all too, and the state is there.
+  Replay lazy(log.string(), options(dir.path / "lazy.hmx", true));
+  uint64_t end = lazy.resolve("end");
+  CHECK(lazy.indexed());
+  lazy.seek(end);
+  whole.seek(end);
+  CHECK(engineState(lazy) == engineState(whole));
+}
+
+TEST_CASE("lazy index: a log it could answer wrongly from a prefix is indexed on open",
+          "[replay][index]") {
+  Dir dir;
+  SECTION("events lost: the warning counts the whole log's") {
+    writeFile((dir.path / "w.hml").string(), makeWorkload(23, 8, 60, 2048, /*lost=*/true));
+  }
+  SECTION("a Mono log: a later JIT range may rename an earlier frame") {
+    LogBuilder b(2048, heapman::log::Runtime::Kind::kMono);
+    b.put(Alloc{b.next(), heapman::log::HeapKind::kManaged, 0x1000, 16, 16, 0, 0});
+    writeFile((dir.path / "w.hml").string(), b.finish());
+  }
+  SECTION("truncated: no footer says where it ends") {
+    auto bytes = makeWorkload(24, 8, 60, 2048, false);
+    bytes.resize(bytes.size() * 2 / 3);
+    writeFile((dir.path / "w.hml").string(), bytes);
+  }
+  Replay r((dir.path / "w.hml").string(), options(dir.path / "w.hmx", true));
+  CHECK(r.indexed());
+}
+
+TEST_CASE("lazy index: a damaged chunk anywhere fails the open as without it",
+          "[replay][index]") {
+  Dir dir;
+  auto bytes = makeWorkload(25, 20, 100, 2048, false);
+  Replay whole(heapman::log::LogReader::fromBytes(bytes, "w.hml"), ReplayOptions{});
+  // A byte in the payload of the last records chunk, far past the first points.
+  const heapman::log::ChunkRef* last = nullptr;
+  for (const auto& c : whole.reader().chunks())
+    if (c.header.type == static_cast<uint16_t>(heapman::log::ChunkType::kRecords)) last = &c;
+  REQUIRE(last);
+  bytes[last->offset + heapman::log::kChunkHeaderSize + 5] ^= 0x40;
+  writeFile((dir.path / "w.hml").string(), bytes);
+  CHECK_THROWS_AS(Replay((dir.path / "w.hml").string(), options(dir.path / "w.hmx", true)),
+                  heapman::log::FormatError);
+}
