@@ -8,9 +8,12 @@
 //   - a level cache that is never trimmed, rooted in an uncollectable object: it leaks across
 //     levels, and the growth diff between levels shows it;
 //   - per-frame temporary strings (GC_malloc_atomic): churn that the collector keeps cleaning;
-//   - an audio thread mixing sound buffers into a small ring.
+//   - an audio thread mixing sound buffers into a small ring;
+//   - with a build number of at least leak-from (17 unless given), a replay recorder that keeps
+//     every frame's input record forever: a leak that a build switched on, for the tests of
+//     `heapman trend` and `heapman check` across builds. Without a build number, no such leak.
 //
-//   gc_game [levels] [frames-per-level]
+//   gc_game [levels] [frames-per-level] [build [leak-from]]
 #define GC_THREADS
 #include <gc/gc.h>
 #include <gc/gc_gcj.h>
@@ -56,7 +59,15 @@ struct VTable {
 };
 VTable gComponentVTable = {"Component", sizeof(Component) | GC_DS_LENGTH};
 
+struct InputRecord {    // one frame's input, kept by the replay recorder (the builds' leak)
+  InputRecord* next;
+  int level, frame;
+  char pad[240];
+};
+
 Cache* gCache;
+InputRecord** gReplay;  // GC_malloc_uncollectable: the replay recorder's list, a root
+bool gReplayLeak = false;
 std::atomic<bool> gRunning{true};
 
 __attribute__((noinline)) unsigned char* loadAsset(const char* key) {
@@ -82,6 +93,14 @@ __attribute__((noinline)) Entity* spawnEntity(int level, int id, Entity* next) {
   return e;
 }
 
+__attribute__((noinline)) void recordInput(int level, int frame) {
+  auto* r = static_cast<InputRecord*>(GC_malloc(sizeof(InputRecord)));
+  r->level = level;
+  r->frame = frame;
+  r->next = *gReplay;
+  *gReplay = r;
+}
+
 // A per-frame string for the HUD: garbage by the next frame.
 __attribute__((noinline)) char* hudText(int frame, int alive) {
   auto* s = static_cast<char*>(GC_malloc_atomic(64));
@@ -101,6 +120,7 @@ __attribute__((noinline)) long playLevel(int level, int frames) {
     checksum += loadAsset(key)[0];
     for (Entity* e = entities; e; e = e->next) e->x += 0.5f;
     checksum += static_cast<long>(std::strlen(hudText(f, alive)));
+    if (gReplayLeak) recordInput(level, f);
     heapman_frame();
   }
   heapman_event("level_end");
@@ -125,9 +145,15 @@ void* audioThread(void*) {
 int main(int argc, char** argv) {
   int levels = argc > 1 ? std::atoi(argv[1]) : 3;
   int frames = argc > 2 ? std::atoi(argv[2]) : 300;
+  int build = argc > 3 ? std::atoi(argv[3]) : 0;
+  int leakFrom = argc > 4 ? std::atoi(argv[4]) : 17;
   GC_INIT();
   GC_init_gcj_malloc(0, nullptr);
   gCache = static_cast<Cache*>(GC_malloc_uncollectable(sizeof(Cache)));
+  if (argc > 3 && build >= leakFrom) {
+    gReplay = static_cast<InputRecord**>(GC_malloc_uncollectable(sizeof(InputRecord*)));
+    gReplayLeak = true;
+  }
   pthread_t audio;
   pthread_create(&audio, nullptr, audioThread, nullptr);
   long checksum = 0;
