@@ -18,6 +18,8 @@ packages=(
   libpng-dev ffmpeg
   # heapman serve: a maintained HTTP server library
   libcpp-httplib-dev
+  # the store of many runs (SQLite) and budget files (TOML: toml++, JSON: nlohmann/json)
+  libsqlite3-dev libtomlplusplus-dev nlohmann-json3-dev
 )
 if [ "${1:-build}" = test ]; then
   # clang: the fuzzer; python3: the CLI tests parse JSON; guile, ecl: real bdwgc programs to record
