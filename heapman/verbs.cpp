@@ -22,6 +22,7 @@ extern const Verb kLeaksVerb;            // leak suspects
 extern const Verb kMapVerb, kVideoVerb;  // heap-map pictures and videos
 extern const Verb kReportVerb;           // the HTML report
 extern const Verb kServeVerb;            // the log in a browser
+extern const Verb kIngestVerb, kTrendVerb, kCheckVerb;  // a store of many runs, budgets
 
 const std::vector<const Verb*>& verbs() {
   static const std::vector<const Verb*> v{
@@ -29,7 +30,7 @@ const std::vector<const Verb*>& verbs() {
       &kChurnVerb,   &kGcsVerb,     &kEventsVerb,  &kAllocsVerb, &kTypesVerb, &kCompareVerb,
       &kStacksVerb,  &kObjectsVerb, &kObjectVerb,  &kRefsVerb,   &kRetainedVerb,
       &kPathsVerb,   &kGraphVerb,   &kLeaksVerb,   &kMapVerb,    &kVideoVerb, &kReportVerb,
-      &kServeVerb};
+      &kServeVerb,   &kIngestVerb, &kTrendVerb, &kCheckVerb};
   return v;
 }
 
@@ -95,8 +96,10 @@ std::unique_ptr<Grammar> grammarOf(const Verb& v, bool inShell) {
     g->pos.add("log", 1);
   }
   v.options(g->declared, g->pos);
-  for (unsigned i = 0; i < g->pos.max_total_count(); ++i)
-    g->positional.insert(g->pos.name_for_position(i));
+  // An unlimited last one (ingest's LOG...) counts as 2^32 - 1 positions of one name: stop at
+  // its first repeat.
+  for (unsigned i = 0, n = g->pos.max_total_count(); i < n; ++i)
+    if (!g->positional.insert(g->pos.name_for_position(i)).second) break;
   for (const auto& d : g->declared.options()) {
     if (inShell && logOption(d->long_name())) continue;
     g->accepted.add(d);

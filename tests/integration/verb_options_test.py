@@ -116,7 +116,7 @@ def sample(verb, option, value):
 sample.files = 0
 VALUE_SAMPLES = {"N": "2", "N,M,...": "1,2", "2^K": "65536", "BYTES": "0", "WxH": "256x256",
                  "EVENT": "level_end", "NAME": "level_end", "REGEX": ".", "HOST": "127.0.0.1",
-                 "TOKEN": "t0ken", "SECONDS": "60"}
+                 "TOKEN": "t0ken", "SECONDS": "60", "KEY=VALUE": "build=1", "HEAP": "native"}
 
 
 def option_of(verb, name):

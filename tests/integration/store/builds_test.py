@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""heapman ingest, trend and check on 30 recorded builds of samples/gc_game (issue 28's test).
+
+    builds_test.py HEAPMAN HEAPREC GC_GAME
+
+gc_game's build argument switches a leak on from build 17 (recordInput keeps 256 bytes a frame).
+30 builds are recorded (4 levels of 20 frames, two at a time) and ingested into one SQLite store
+by 8 heapman ingest processes at once: every run and row is there (counts from each ingest's
+--json against the store's tables), and ingesting them all again adds nothing. Then:
+  - trend --point level_end#3 --site recordInput names build 17 as the step, +15360 bytes
+    (3 levels x 20 frames x 256 bytes), 0 before it;
+  - check with a budget (recordInput grows at most 1 KiB from level_end#1 to level_end#4) fails
+    builds 17-30 (exit 1) and passes 1-16 (exit 0); its JUnit XML, read by python's xml module,
+    has one failure exactly where the exit says so;
+  - a corrupt log is refused (exit 1) before anything is written: with a good new log before it
+    in the same command, the store's row counts do not change;
+  - a budget with unknown keys: exit 2, the keys and the line named.
+"""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+
+HEAPMAN, HEAPREC, GC_GAME = (os.path.realpath(a) for a in sys.argv[1:4])
+WORK = tempfile.mkdtemp(prefix="heapman-store-builds-")
+STORE = os.path.join(WORK, "runs.sqlite")
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg, file=sys.stderr)
+
+
+def run(args, check_rc=None):
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, HOME=WORK))
+    if check_rc is not None and r.returncode != check_rc:
+        fail("%s: exit %d (expected %d): %s" % (" ".join(args), r.returncode, check_rc,
+                                                r.stderr.strip()))
+    return r
+
+
+def log_of(build):
+    return os.path.join(WORK, "build%d.hml" % build)
+
+
+def record(build):
+    run([HEAPREC, "run", "-o", log_of(build), "--", GC_GAME, "4", "20", str(build)], 0)
+
+
+def counts():
+    db = sqlite3.connect(STORE)
+    out = {t: db.execute("SELECT COUNT(*) FROM " + t).fetchone()[0]
+           for t in ("runs", "tags", "gcs", "points", "sites", "types", "churn", "leaks")}
+    db.close()
+    return out
+
+
+BUILDS = range(1, 31)
+with ThreadPoolExecutor(2) as pool:
+    list(pool.map(record, list(BUILDS) + [31]))
+
+
+# --- 8 ingests at once ------------------------------------------------------------------------
+def ingest(build):
+    r = run([HEAPMAN, "ingest", log_of(build), "--store", STORE, "--run-tag", "build=%d" % build,
+             "--run-tag", "platform=linux", "--json", "-"], 0)
+    return json.loads(r.stdout)["runs"][0] if r.returncode == 0 else None
+
+
+with ThreadPoolExecutor(8) as pool:
+    rows = list(pool.map(ingest, BUILDS))
+if all(rows):
+    want = {"runs": 30, "tags": 60, "gcs": sum(r["gcs"] for r in rows),
+            "points": sum(r["points"] for r in rows), "sites": sum(r["sites"] for r in rows),
+            "leaks": sum(r["leaks"] for r in rows)}
+    got = counts()
+    for t, n in want.items():
+        if got[t] != n:
+            fail("after 8 parallel ingests the store has %d rows in %s, expected %d" %
+                 (got[t], t, n))
+    if any(r["status"] != "ingested" for r in rows):
+        fail("a first ingest said: %s" % [r["status"] for r in rows])
+before = counts()
+r = run([HEAPMAN, "ingest"] + [log_of(b) for b in BUILDS] + ["--store", STORE, "--json", "-"], 0)
+if r.returncode == 0:
+    again = [x["status"] for x in json.loads(r.stdout)["runs"]]
+    if again != ["already stored"] * 30:
+        fail("ingesting the 30 logs again: %s" % again)
+if counts() != before:
+    fail("ingesting again changed the store: %s -> %s" % (before, counts()))
+
+# --- trend ------------------------------------------------------------------------------------
+r = run([HEAPMAN, "trend", "--store", STORE, "--tag", "build", "--point", "level_end#3",
+         "--site", "recordInput", "--json", "-"], 0)
+if r.returncode == 0:
+    t = json.loads(r.stdout)
+    series = [(x["build"], x["bytes"]) for x in t["runs"]]
+    want = [(str(b), 15360 if b >= 17 else 0) for b in BUILDS]
+    if series != want:
+        fail("trend's series: %s, expected %s" % (series, want))
+    steps = [x["build"] for x in t["runs"] if x["step"] == "step"]
+    if steps != ["17"]:
+        fail("trend marks %s as the step, expected build 17" % steps)
+    if not t["step"].startswith("build 17: +15360 bytes"):
+        fail("trend's step line: %r" % t["step"])
+r = run([HEAPMAN, "trend", "--store", STORE, "--point", "level_end#3", "--site", "recordInput"],
+        0)
+if "step:      build 17: +15360 bytes" not in r.stdout:
+    fail("trend's table does not name build 17:\n" + r.stdout)
+
+# --- check ------------------------------------------------------------------------------------
+BUDGET = os.path.join(WORK, "budget.toml")
+with open(BUDGET, "w") as f:
+    f.write('''# gc_game's memory budget
+[[live]]
+point = "level_end#*"
+max = "64 MiB"
+
+[[growth]]
+site = "recordInput"
+from = "level_end#1"
+to = "level_end#4"
+max = "1 KiB"
+''')
+
+
+def check(build):
+    junit = os.path.join(WORK, "junit%d.xml" % build)
+    r = run([HEAPMAN, "check", log_of(build), "--budget", BUDGET, "--junit", junit])
+    return build, r, junit
+
+
+with ThreadPoolExecutor(2) as pool:
+    results = list(pool.map(check, BUILDS))
+for build, r, junit in results:
+    leaks = build >= 17
+    if r.returncode != (1 if leaks else 0):
+        fail("check build %d: exit %d, expected %d: %s" % (build, r.returncode, 1 if leaks else 0,
+                                                            r.stderr.strip()))
+    try:
+        root = ET.parse(junit).getroot()
+    except (OSError, ET.ParseError) as e:
+        fail("check build %d: JUnit XML unreadable: %s" % (build, e))
+        continue
+    cases = root.findall("./testsuite/testcase")
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    want = ["growth of site recordInput level_end#1 -> level_end#4"] if leaks else []
+    if len(cases) != 5 or failed != want or root.get("tests") != "5" or \
+            root.get("failures") != str(len(want)):
+        fail("check build %d: JUnit has %d testcases (%s/%s), failed %s; expected 5, %s" %
+             (build, len(cases), root.get("tests"), root.get("failures"), failed, want))
+    if leaks:
+        msg = cases[-1].find("failure").get("message")
+        if not msg.startswith("15.0 KiB (5.0 KiB -> 20.0 KiB)"):
+            fail("check build %d: failure message %r" % (build, msg))
+    line = [l for l in r.stdout.splitlines() if l.startswith("growth of site recordInput")]
+    if not line or not line[0].rstrip().endswith("FAIL" if leaks else "PASS"):
+        fail("check build %d: the table says %r" % (build, line))
+
+# --- bad input --------------------------------------------------------------------------------
+before = counts()
+corrupt = os.path.join(WORK, "corrupt.hml")
+shutil.copy(log_of(1), corrupt)
+with open(corrupt, "r+b") as f:
+    size = os.path.getsize(corrupt)
+    f.seek(size // 2)
+    chunk = f.read(64)
+    f.seek(size // 2)
+    f.write(bytes(b ^ 0x5a for b in chunk))
+r = run([HEAPMAN, "ingest", log_of(31), corrupt, "--store", STORE, "--run-tag", "build=31"], 1)
+if "corrupt.hml is damaged" not in r.stderr or "nothing was written" not in r.stderr:
+    fail("a corrupt log: %r" % r.stderr)
+if counts() != before:
+    fail("a corrupt log changed the store: %s -> %s" % (before, counts()))
+bad = os.path.join(WORK, "bad.toml")
+with open(bad, "w") as f:
+    f.write('[peak]\nmax = "1 MiB"\nmaximum = 3\nheap_name = "gc"\n')
+r = run([HEAPMAN, "check", log_of(1), "--budget", bad], 2)
+want = ("heapman check: %s:3: unknown keys 'heap_name', 'maximum' in [peak] (known: heap, max, "
+        "max_growth)" % bad)
+if r.stderr.strip() != want:
+    fail("unknown keys: %r, expected %r" % (r.stderr.strip(), want))
+
+if failures:
+    print("%d check(s) failed; files kept in %s" % (len(failures), WORK), file=sys.stderr)
+    sys.exit(1)
+shutil.rmtree(WORK, ignore_errors=True)
+print("30 builds: ingested 8 at once, trend's step at build 17, check fails 17-30 and passes 1-16")
