@@ -29,6 +29,8 @@ if [ "${1:-build}" = test ]; then
   packages+=(libxml2-utils python3-networkx python3-pydot)
   # leaks --json validated against docs/leaks.schema.json by the real validator
   packages+=(python3-jsonschema)
+  # the ClickHouse store's tests start a server of their own (its package's service stays off)
+  packages+=(clickhouse-server)
   # the HTML report loaded by a real browser (headless, JavaScript errors counted)
   packages+=(chromium)
   # heapman serve's page driven in that browser: Node.js and npm (Debian's, unless a node and an

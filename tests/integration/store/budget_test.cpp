@@ -107,7 +107,7 @@ TEST_CASE("JSON budgets read as TOML ones") {
   CHECK(verdicts(checkBudget(j, run, &base)) == verdicts(checkBudget(t, run, &base)));
 }
 
-TEST_CASE("a budget that does not parse names the line; unknown keys are named") {
+TEST_CASE("a budget that does not parse names the line, unknown keys are named") {
   auto error = [](const std::string& text, bool json = false) {
     try {
       parseBudget(text, json ? "b.json" : "b.toml", json);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """heapman ingest, trend and check on 30 recorded builds of samples/gc_game (issue 28's test).
 
-    builds_test.py HEAPMAN HEAPREC GC_GAME
+    builds_test.py HEAPMAN HEAPREC GC_GAME [CLICKHOUSE_SERVER]
 
 gc_game's build argument switches a leak on from build 17 (recordInput keeps 256 bytes a frame).
 30 builds are recorded (4 levels of 20 frames, two at a time) and ingested into one SQLite store
@@ -15,18 +15,25 @@ by 8 heapman ingest processes at once: every run and row is there (counts from e
   - a corrupt log is refused (exit 1) before anything is written: with a good new log before it
     in the same command, the store's row counts do not change;
   - a budget with unknown keys: exit 2, the keys and the line named.
+With CLICKHOUSE_SERVER (Debian's clickhouse-server), the same 30 logs are ingested 8 at once into a
+server started on free loopback ports with its own directory: 30 runs, trend's series and step
+the same as from SQLite; once it is stopped, an ingest into it exits 1 saying it cannot reach it.
 """
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
 HEAPMAN, HEAPREC, GC_GAME = (os.path.realpath(a) for a in sys.argv[1:4])
+CLICKHOUSE = sys.argv[4] if len(sys.argv) > 4 else ""
 WORK = tempfile.mkdtemp(prefix="heapman-store-builds-")
 STORE = os.path.join(WORK, "runs.sqlite")
 failures = []
@@ -187,6 +194,82 @@ want = ("heapman check: %s:3: unknown keys 'heap_name', 'maximum' in [peak] (kno
         "max_growth)" % bad)
 if r.stderr.strip() != want:
     fail("unknown keys: %r, expected %r" % (r.stderr.strip(), want))
+
+
+
+# --- the same into ClickHouse -----------------------------------------------------------------
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def trend_json(store):
+    r = run([HEAPMAN, "trend", "--store", store, "--point", "level_end#3", "--site",
+             "recordInput", "--json", "-"], 0)
+    if r.returncode != 0:
+        return None
+    t = json.loads(r.stdout)
+    return t["step"], [(x["build"], x["bytes"], x["step"]) for x in t["runs"]]
+
+
+if CLICKHOUSE:
+    ch = os.path.join(WORK, "clickhouse")
+    os.mkdir(ch)
+    port = free_port()
+    with open(os.path.join(ch, "config.xml"), "w") as f:
+        f.write("""<?xml version="1.0"?>
+<yandex>
+  <logger><level>warning</level><log>{d}/server.log</log><errorlog>{d}/server.err.log</errorlog>
+  <console>0</console></logger>
+  <http_port>{http}</http_port><tcp_port>{tcp}</tcp_port><listen_host>127.0.0.1</listen_host>
+  <path>{d}/data/</path><tmp_path>{d}/tmp/</tmp_path><user_files_path>{d}/user_files/</user_files_path>
+  <format_schema_path>{d}/format_schemas/</format_schema_path><users_config>users.xml</users_config>
+  <default_profile>default</default_profile><default_database>default</default_database>
+  <mark_cache_size>5368709</mark_cache_size>
+</yandex>
+""".format(d=ch, http=port, tcp=free_port()))
+    with open(os.path.join(ch, "users.xml"), "w") as f:
+        f.write("""<?xml version="1.0"?>
+<yandex><profiles><default></default></profiles>
+<users><default><password></password><networks><ip>127.0.0.1</ip></networks>
+<profile>default</profile><quota>default</quota></default></users>
+<quotas><default></default></quotas></yandex>
+""")
+    server = subprocess.Popen([CLICKHOUSE, "--config-file=" + os.path.join(ch, "config.xml")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = "http://127.0.0.1:%d/" % port
+    for _ in range(300):
+        try:
+            if urllib.request.urlopen(url + "ping", timeout=1).read() == b"Ok.\n":
+                break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        fail("clickhouse-server did not start")
+    STORE_CH = "clickhouse://127.0.0.1:%d/builds" % port
+    try:
+        def ingest_ch(build):
+            run([HEAPMAN, "ingest", log_of(build), "--store", STORE_CH, "--run-tag",
+                 "build=%d" % build], 0)
+
+        run([HEAPMAN, "trend", "--store", STORE_CH], 0)  # the schema, before 8 race to make it
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(ingest_ch, BUILDS))
+        got = urllib.request.urlopen(url, data=b"SELECT count() FROM builds.completed").read()
+        if got != b"30\n":
+            fail("ClickHouse has %r completed runs, expected 30" % got)
+        sq, ck = trend_json(STORE), trend_json(STORE_CH)
+        if sq is None or sq != ck:
+            fail("trend from ClickHouse %s differs from SQLite's %s" % (ck, sq))
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    r = run([HEAPMAN, "ingest", log_of(1), "--store", STORE_CH], 1)
+    if "cannot reach ClickHouse at 127.0.0.1:%d" % port not in r.stderr:
+        fail("a stopped ClickHouse: %r" % r.stderr)
+else:
+    print("ClickHouse: skipped (no clickhouse-server)")
 
 if failures:
     print("%d check(s) failed; files kept in %s" % (len(failures), WORK), file=sys.stderr)
