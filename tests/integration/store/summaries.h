@@ -1,5 +1,6 @@
-// Generated run summaries for the store's tests: what a gc_game run of `levels` levels would
-// give, with a site that leaks 5120 bytes a level when `leak` is set. Deterministic in `n`.
+// Generated run summaries for the store's tests and bench/run_store_bench.sh: what a gc_game run
+// of `levels` levels would give, with a site that leaks 5120 bytes a level when `leak` is set,
+// and `extraSites` more blame rows at each point (a bigger program). Deterministic in `n`.
 #pragma once
 
 #include <string>
@@ -8,7 +9,8 @@
 
 namespace storetest {
 
-inline heapman::store::RunSummary makeSummary(int n, bool leak, int levels = 4) {
+inline heapman::store::RunSummary makeSummary(int n, bool leak, int levels = 4,
+                                              int extraSites = 0) {
   using namespace heapman::store;
   RunSummary s;
   char id[17];
@@ -38,6 +40,9 @@ inline heapman::store::RunSummary makeSummary(int n, bool leak, int levels = 4) 
     s.sites.push_back({p, "loadAsset(char const*)", "gc_game", 300'000u * static_cast<uint64_t>(k), 60});
     s.sites.push_back({p, "spawnEntity(int, int, Entity*)", "gc_game", 12'050, 160});
     if (leak) s.sites.push_back({p, "recordInput(int, int)", "gc_game", kept, 20u * static_cast<uint64_t>(k)});
+    for (int x = 0; x < extraSites; ++x)
+      s.sites.push_back({p, "Subsystem" + std::to_string(x) + "::update()", "game",
+                         1000u + static_cast<uint64_t>(x), 10});
     s.types.push_back({p, "(gc_atomic)", 300'000u * static_cast<uint64_t>(k), 80});
   }
   s.points.push_back({"peak", "gc", s.run.peakBytes - 704, 400});
