@@ -102,7 +102,11 @@ int run(const std::string& log, const VerbOptions& vm) {
   }
 
   store::RunSummary sum = summaryOf(log, vm, ex, so);
-  for (const std::string& n : sum.notes) warnings.push_back(n);
+  // The summary's notes are about leak suspects: said only when a rule counts them.
+  bool leakRules = false;
+  for (const store::Rule& rule : budget.rules) leakRules = leakRules || rule.section == "leaks";
+  if (leakRules)
+    for (const std::string& n : sum.notes) warnings.push_back(n);
   std::vector<store::Check> checks = store::checkBudget(budget, sum, base ? &*base : nullptr);
   size_t failed = 0;
   for (const store::Check& c : checks) failed += !c.pass;
