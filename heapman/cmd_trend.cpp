@@ -1,10 +1,13 @@
 // heapman trend [LOG] --store S [--tag build] [--point POINT] [--heap HEAP] [--site REGEX | --type
-// REGEX]: a figure of every stored run, in the order of a tag, and the run where it stepped up
-// (replay/store/include/heapman/store/trend.h: the least-squares change-point). With a LOG (a CI
-// job's own run, not stored) its figure comes last, as the newest run.
+// REGEX] [--png FILE]: a figure of every stored run, in the order of a tag, and the run where it
+// stepped up (replay/store/include/heapman/store/trend.h: the least-squares change-point), as a
+// table and as a bar chart. With a LOG (a CI job's own run, not stored) its figure comes last, as
+// the newest run.
 #include <cmath>
 #include <optional>
 
+#include "heapman/map/layout.h"
+#include "heapman/map/png.h"
 #include "heapman/store/budget.h"
 #include "heapman/store/trend.h"
 #include "session.h"
@@ -26,7 +29,8 @@ void options(po::options_description& o, po::positional_options_description&) {
       "the blame sites whose function matches, at --point")(
       "type", po::value<std::string>()->value_name("REGEX"), "the types that match, at --point")(
       "at-each", po::value<std::string>()->value_name("EVENT"),
-      "with a LOG: its repeating event (default: the event named most often)");
+      "with a LOG: its repeating event (default: the event named most often)")(
+      "png", po::value<std::string>()->value_name("FILE"), "the series as a bar chart (PNG)");
   addFrameOptions(o);
   addOutputOptions(o);
 }
@@ -42,6 +46,7 @@ int run(const std::string& log, const VerbOptions& vm) {
   if (!q.point.empty()) replay::parsePoint(q.point);
   std::string tag = vm["tag"].as<std::string>();
   OutputOptions out = outputOptions(vm);
+  std::string png = vm.count("png") ? vm["png"].as<std::string>() : "";
   replay::Exclusions ex = exclusionsOf(vm);
   // A log given too (a CI job's own run, not stored): summarized, shown after the stored runs.
   std::optional<store::RunSummary> current;
@@ -93,6 +98,13 @@ int run(const std::string& log, const VerbOptions& vm) {
   }
   r.tables.push_back(std::move(tab));
   emit(r, out);
+  if (!png.empty()) {
+    try {
+      map::writePng(png, store::trendChart(t, figure + " by " + tag));
+    } catch (const map::MapError& e) {
+      throw OutputError(std::string("writing ") + png + " failed: " + e.what());
+    }
+  }
   return kExitOk;
 }
 
@@ -101,7 +113,7 @@ int run(const std::string& log, const VerbOptions& vm) {
 extern const Verb kTrendVerb{
     .name = "trend",
     .synopsis = "[LOG] --store FILE|URL [--tag build] [--point POINT] [--heap HEAP] "
-                "[--site REGEX | --type REGEX]",
+                "[--site REGEX | --type REGEX] [--png FILE]",
     .summary = "a figure across the stored runs in a tag's order, and the run where it stepped up",
     .options = options,
     .runFile = run,

@@ -8,7 +8,7 @@ gc_game's build argument switches a leak on from build 17 (recordInput keeps 256
 by 8 heapman ingest processes at once: every run and row is there (counts from each ingest's
 --json against the store's tables), and ingesting them all again adds nothing. Then:
   - trend --point level_end#3 --site recordInput names build 17 as the step, +15360 bytes
-    (3 levels x 20 frames x 256 bytes), 0 before it;
+    (3 levels x 20 frames x 256 bytes), 0 before it; its --png chart is an 800x360 PNG;
   - check with a budget (recordInput grows at most 1 KiB from level_end#1 to level_end#4) fails
     builds 17-30 (exit 1) and passes 1-16 (exit 0); its JUnit XML, read by python's xml module,
     has one failure exactly where the exit says so;
@@ -117,10 +117,16 @@ if r.returncode == 0:
         fail("trend marks %s as the step, expected build 17" % steps)
     if not t["step"].startswith("build 17: +15360 bytes"):
         fail("trend's step line: %r" % t["step"])
-r = run([HEAPMAN, "trend", "--store", STORE, "--point", "level_end#3", "--site", "recordInput"],
-        0)
+CHART = os.path.join(WORK, "trend.png")
+r = run([HEAPMAN, "trend", "--store", STORE, "--point", "level_end#3", "--site", "recordInput",
+         "--png", CHART], 0)
 if "step:      build 17: +15360 bytes" not in r.stdout:
     fail("trend's table does not name build 17:\n" + r.stdout)
+with open(CHART, "rb") as f:
+    head = f.read(24)
+if head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR" or \
+        int.from_bytes(head[16:20], "big") != 800 or int.from_bytes(head[20:24], "big") != 360:
+    fail("trend --png: not an 800x360 PNG: %r" % head)
 
 # --- check ------------------------------------------------------------------------------------
 BUDGET = os.path.join(WORK, "budget.toml")

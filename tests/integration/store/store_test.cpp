@@ -166,6 +166,16 @@ TEST_CASE("trend: a site's bytes across builds, in the tag's numeric order, and 
   REQUIRE(t.step.found);
   CHECK(t.rows[t.step.at].tag == "17");
   CHECK(t.step.after - t.step.before == Approx(15360));
+  // The chart: no bar before build 17, a full one in the step's colour from it on.
+  heapman::map::Image img = trendChart(t, "recordInput by build");
+  REQUIRE(img.width == kChartWidth);
+  REQUIRE(img.height == kChartHeight);
+  auto middle = [](size_t i) { return 80 + static_cast<int>((700.0 / 30) * (double(i) + 0.5)); };
+  for (size_t i = 0; i < 30; ++i) {
+    INFO("build " << i + 1);
+    CHECK(img.at(middle(i), 300) == (i + 1 >= 17 ? kChartAfter : 0xffffffu));
+    CHECK(img.at(middle(i), 60) == (i + 1 >= 17 ? kChartAfter : 0xffffffu));
+  }
   // The same figure from a summary as from the store.
   uint64_t v = 0;
   REQUIRE(figureOf(makeSummary(20, true), q, &v));

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "heapman/map/image.h"
 #include "heapman/store/store.h"
 
 namespace heapman::store {
@@ -46,5 +47,12 @@ bool figureOf(const RunSummary& s, const FigureQuery& q, uint64_t* value);
 // replay::ReplayError (a bad regex).
 TrendResult trend(Store& s, const std::string& tagKey, const FigureQuery& q,
                   const RunSummary* current = nullptr, const std::string& currentTag = "");
+
+// The series as a bar chart (heapman trend --png): a bar per run in the tag's order, the runs
+// from the step on in another colour with the two means drawn across them, the title above, the
+// highest value and 0 on the left, the first and last tags and the step's under the bars.
+inline constexpr int kChartWidth = 800, kChartHeight = 360;
+inline constexpr map::Rgb kChartBefore = 0x4c72b0, kChartAfter = 0xdd8452;
+map::Image trendChart(const TrendResult& t, const std::string& title);
 
 }  // namespace heapman::store
