@@ -75,6 +75,7 @@ int run(const std::string& log, const VerbOptions& vm) {
   store::SummaryOptions so;
   if (vm.count("at-each")) so.repeatingEvent = vm["at-each"].as<std::string>();
   so.blamePoints = budget.blamePoints();
+  so.top = 0;  // every row: nothing is stored, and a growth rule may name a small site
 
   std::vector<std::string> warnings;
   std::optional<store::RunSummary> base;

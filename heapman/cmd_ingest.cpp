@@ -19,6 +19,7 @@ void options(po::options_description& o, po::positional_options_description& pos
       "at-each", po::value<std::string>()->value_name("EVENT"),
       "the repeating event to take blame at (default: the event named most often)");
   pos.add("logs", -1);
+  addTopOption(o, 100, "rows of blame, types and churn at each point");
   addFrameOptions(o);
   addOutputOptions(o);
 }
@@ -43,6 +44,7 @@ int run(const std::string& first, const VerbOptions& vm) {
     }
   store::SummaryOptions so;
   if (vm.count("at-each")) so.repeatingEvent = vm["at-each"].as<std::string>();
+  so.top = topOf(vm);
   replay::Exclusions ex = exclusionsOf(vm);
   bool symbolize = !vm.count("no-symbols");
   OutputOptions out = outputOptions(vm);
@@ -92,7 +94,7 @@ int run(const std::string& first, const VerbOptions& vm) {
 
 extern const Verb kIngestVerb{
     .name = "ingest",
-    .synopsis = "[LOG...] --store FILE|URL [--run-tag KEY=VALUE]... [--at-each EVENT]",
+    .synopsis = "[LOG...] --store FILE|URL [--run-tag KEY=VALUE]... [--at-each EVENT] [--top 100]",
     .summary = "write each log's summary to a store of many runs (SQLite file, ClickHouse)",
     .options = options,
     .runFile = run,

@@ -103,6 +103,15 @@ if r.returncode == 0:
 if counts() != before:
     fail("ingesting again changed the store: %s -> %s" % (before, counts()))
 
+# --top: the blame rows kept at each point.
+TOP = os.path.join(WORK, "top.sqlite")
+run([HEAPMAN, "ingest", log_of(20), "--store", TOP, "--top", "2"], 0)
+db = sqlite3.connect(TOP)
+per_point = dict(db.execute("SELECT point, COUNT(*) FROM sites GROUP BY point").fetchall())
+db.close()
+if per_point.get("level_end#4") != 2 or max(per_point.values()) != 2:
+    fail("ingest --top 2 kept %s blame rows per point" % per_point)
+
 # --- trend ------------------------------------------------------------------------------------
 r = run([HEAPMAN, "trend", "--store", STORE, "--tag", "build", "--point", "level_end#3",
          "--site", "recordInput", "--json", "-"], 0)
