@@ -147,20 +147,6 @@ RunSummary summarize(replay::Replay& r, replay::Attribution& a, const SummaryOpt
   if (!o.repeatingEvent.empty() && run.repetitions == 0)
     throw replay::ReplayError("the log has no custom event '" + o.repeatingEvent + "'");
 
-  // Live bytes per heap at every custom event, and the peaks: one pass forward.
-  HeapTotals totals(t);
-  for (const replay::AllocInfo& i : t.infos) totals.seen[static_cast<size_t>(i.heap)] = true;
-  r.seek(0);
-  for (const replay::EventRecord& e : t.events) {
-    std::string point = t.eventName(e.nameId) + "#" + std::to_string(e.occurrence);
-    r.seek(r.resolve(point), &totals);
-    addHeaps(totals, point, false, s.points);
-  }
-  uint64_t end = r.resolve("end");
-  r.seek(end, &totals);
-  addHeaps(totals, "peak", true, s.points);
-  run.peakBytes = totals.peakTotal;
-
   // Blame and types at each repetition (and the points asked for). Events named as often as
   // the repeating one are repetitions too (level_start and level_end), unless it was given.
   std::vector<std::string> blameAt;
@@ -170,17 +156,40 @@ RunSummary summarize(replay::Replay& r, replay::Attribution& a, const SummaryOpt
         (o.repeatingEvent.empty() && counts[e.nameId] == run.repetitions))
       blameAt.push_back(name + "#" + std::to_string(e.occurrence));
   }
+  size_t repetitionPoints = blameAt.size();
   for (const std::string& p : o.blamePoints)
     if (std::find(blameAt.begin(), blameAt.end(), p) == blameAt.end()) blameAt.push_back(p);
-  for (const std::string& p : blameAt) {
-    uint64_t at = r.resolve(p);
-    r.seek(at);
+  auto blameHere = [&](const std::string& p, uint64_t at) {
     replay::BlameResult b = replay::blame(r, a, replay::SortBy::kBytes, o.top);
     for (const replay::BlameRow& row : b.rows)
       s.sites.push_back({p, row.site.function, row.site.module, row.bytes, row.objects});
     replay::TypesResult ty = replay::typeCounts(r, at, nullptr, replay::SortBy::kBytes, o.top);
     for (const replay::TypeRow& row : ty.rows)
       s.types.push_back({p, row.type, row.bytesB, row.objectsB});
+  };
+
+  // One pass forward: live bytes per heap at every custom event, the peaks, and blame at the
+  // repetitions on the way (where the pass stands: no seek of their own).
+  HeapTotals totals(t);
+  for (const replay::AllocInfo& i : t.infos) totals.seen[static_cast<size_t>(i.heap)] = true;
+  r.seek(0);
+  size_t next = 0;  // the next repetition in blameAt (they come in event order)
+  for (const replay::EventRecord& e : t.events) {
+    std::string point = t.eventName(e.nameId) + "#" + std::to_string(e.occurrence);
+    uint64_t at = r.resolve(point);
+    r.seek(at, &totals);
+    addHeaps(totals, point, false, s.points);
+    if (next < repetitionPoints && blameAt[next] == point) blameHere(blameAt[next++], at);
+  }
+  uint64_t end = r.resolve("end");
+  r.seek(end, &totals);
+  addHeaps(totals, "peak", true, s.points);
+  run.peakBytes = totals.peakTotal;
+  // The points a budget asked for besides (another event's, a GC).
+  for (size_t i = repetitionPoints; i < blameAt.size(); ++i) {
+    uint64_t at = r.resolve(blameAt[i]);
+    r.seek(at);
+    blameHere(blameAt[i], at);
   }
 
   // Garbage over the whole run.
