@@ -150,6 +150,11 @@ class ClickHouseStore : public Store {
                        "': give clickhouse://HOST:PORT/DB (DB: letters, digits and '_')");
     client_ = std::make_unique<httplib::Client>(host_, port);
     client_->set_connection_timeout(5);
+    // TCP_NODELAY: cpp-httplib sends a request's headers and body in separate writes, and Nagle
+    // held the body back for the server's delayed ACK (~40 ms a request, 9 requests a run): 100
+    // runs took 8.0 s, 2.2 s with it, 1.9 s with the connection kept too.
+    client_->set_keep_alive(true);
+    client_->set_tcp_nodelay(true);
     client_->set_read_timeout(120);
     client_->set_write_timeout(120);
     where_ = "ClickHouse at " + host_ + ":" + std::to_string(port);
