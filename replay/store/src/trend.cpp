@@ -109,10 +109,12 @@ TrendResult trend(Store& st, const std::string& tagKey, const FigureQuery& q,
     allNumeric = allNumeric && numeric(it.tag, &it.number);
     items.push_back(std::move(it));
   }
+  // Numbers (build numbers) in their order; anything else (commit hashes) in the order the runs
+  // started, which the text of such tags does not tell.
   std::stable_sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
-    if (allNumeric ? a.number != b.number : a.tag != b.tag)
-      return allNumeric ? a.number < b.number : a.tag < b.tag;
-    return a.start < b.start;
+    if (allNumeric && a.number != b.number) return a.number < b.number;
+    if (a.start != b.start) return a.start < b.start;
+    return a.tag < b.tag;
   });
   std::vector<double> values;
   for (const Item& it : items) {

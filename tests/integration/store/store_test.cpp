@@ -218,6 +218,19 @@ TEST_CASE("trend: a site's bytes across builds, in the tag's numeric order, and 
   REQUIRE(t.rows.size() == 30);
   CHECK(t.rows[0].value == 704);
   CHECK_FALSE(t.step.found);
+  // Tags that are not numbers (commit hashes): the runs in the order they started.
+  TempDir d2;
+  auto byTime = Store::open(d2.path + "/runs.sqlite");
+  for (int n : {3, 1, 2}) {
+    RunSummary s = makeSummary(n, false);
+    s.run.tags = {{"commit", n == 1 ? "f00d" : n == 2 ? "beef" : "0ace"}};
+    REQUIRE(byTime->put(s));
+  }
+  TrendResult c = trend(*byTime, "commit", {});
+  REQUIRE(c.rows.size() == 3);
+  CHECK(c.rows[0].tag == "f00d");
+  CHECK(c.rows[1].tag == "beef");
+  CHECK(c.rows[2].tag == "0ace");
   q.point = "level_end#9";
   t = trend(*st, "build", q);
   CHECK(t.rows.empty());

@@ -33,7 +33,8 @@ struct TrendRow {
 
 struct TrendResult {
   std::string tagKey;
-  std::vector<TrendRow> rows;  // in the tag's order: numeric when every value is a number
+  std::vector<TrendRow> rows;  // in the tag's order when every value is a number, else in the
+                               // order the runs started (a commit hash tells no order)
   Step step;                   // over rows
   std::vector<std::string> warnings;  // runs left out (no such tag, no such point)
 };
