@@ -82,7 +82,7 @@ int run(const std::string& log, const VerbOptions& vm) {
   std::string baseName;
   if (budget.needsBaseline()) {
     if (baseRun) {
-      auto st = store::Store::open(storeUrl);
+      auto st = store::Store::open(storeUrl, false);
       base = st->load(*baseRun);
       baseName = baseRun->key + "=" + baseRun->value + " in " + st->describe();
       if (!base)

@@ -62,7 +62,7 @@ int run(const std::string& log, const VerbOptions& vm) {
     if (vm.count("at-each")) so.repeatingEvent = vm["at-each"].as<std::string>();
     current = store::summarize(*s->replay, a, so);
   }
-  auto st = store::Store::open(vm["store"].as<std::string>());
+  auto st = store::Store::open(vm["store"].as<std::string>(), false);
   store::TrendResult t =
       store::trend(*st, tag, q, current ? &*current : nullptr, current ? log : "");
 

@@ -2,6 +2,7 @@
 // ingests queue for the write lock instead of failing), one transaction per run. The schema's
 // version is in the meta table; a newer one is refused.
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -101,9 +102,15 @@ class Stmt {
 
 class SqliteStore : public Store {
  public:
-  explicit SqliteStore(const std::string& path) : path_(path) {
-    int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                             nullptr);
+  SqliteStore(const std::string& path, bool create) : path_(path) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_,
+                             SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0), nullptr);
+    if (rc == SQLITE_CANTOPEN && !create && access(path.c_str(), F_OK) != 0) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+      throw StoreError("no store at " + path + ": heapman ingest LOG --store " + path +
+                       " makes it");
+    }
     if (rc != SQLITE_OK) {
       std::string why = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
       sqlite3_close(db_);
@@ -378,16 +385,16 @@ class SqliteStore : public Store {
 
 }  // namespace
 
-std::unique_ptr<Store> openSqlite(const std::string& path) {
-  return std::make_unique<SqliteStore>(path);
+std::unique_ptr<Store> openSqlite(const std::string& path, bool create) {
+  return std::make_unique<SqliteStore>(path, create);
 }
 
-std::unique_ptr<Store> Store::open(const std::string& where) {
+std::unique_ptr<Store> Store::open(const std::string& where, bool create) {
   if (where.rfind("clickhouse://", 0) == 0) return openClickHouse(where);
   if (where.find("://") != std::string::npos)
     throw StoreError("unknown store '" + where +
                      "': give a SQLite file (runs.sqlite) or clickhouse://HOST:PORT/DB");
-  return openSqlite(where);
+  return openSqlite(where, create);
 }
 
 }  // namespace heapman::store

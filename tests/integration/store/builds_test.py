@@ -16,7 +16,8 @@ their total; ingest --top 2 keeps 2 blame rows a point. Then:
     has one failure exactly where the exit says so;
   - a corrupt log is refused (exit 1) before anything is written: with a good new log before it
     in the same command, the store's row counts do not change;
-  - a budget with unknown keys: exit 2, the keys and the line named.
+  - a budget with unknown keys: exit 2, the keys and the line named;
+  - trend on a store that is not there: exit 1, and no empty store left behind.
 With CLICKHOUSE_SERVER (Debian's clickhouse-server), the same 30 logs are ingested 8 at once into a
 server started on free loopback ports with its own directory: 30 runs, trend's series and step
 the same as from SQLite; once it is stopped, an ingest into it exits 1 saying it cannot reach it.
@@ -234,6 +235,12 @@ if "corrupt.hml is damaged" not in r.stderr or "nothing was written" not in r.st
     fail("a corrupt log: %r" % r.stderr)
 if counts() != before:
     fail("a corrupt log changed the store: %s -> %s" % (before, counts()))
+missing = os.path.join(WORK, "typo.sqlite")
+r = run([HEAPMAN, "trend", "--store", missing], 1)
+if r.stderr.strip() != "heapman trend: no store at %s: heapman ingest LOG --store %s makes it" % (
+        missing, missing) or os.path.exists(missing):
+    fail("trend on a store that is not there: %r (left a file: %s)" %
+         (r.stderr, os.path.exists(missing)))
 bad = os.path.join(WORK, "bad.toml")
 with open(bad, "w") as f:
     f.write('[peak]\nmax = "1 MiB"\nmaximum = 3\nheap_name = "gc"\n')

@@ -53,8 +53,10 @@ struct FigureValue {
 class Store {
  public:
   virtual ~Store() = default;
-  // "clickhouse://HOST:PORT/DB", else a SQLite file (created when missing). Throws StoreError.
-  static std::unique_ptr<Store> open(const std::string& where);
+  // "clickhouse://HOST:PORT/DB", else a SQLite file, made when missing if `create` (ingest;
+  // the readers, trend and check, refuse a file that is not there: a typo would otherwise leave
+  // an empty store behind). Throws StoreError.
+  static std::unique_ptr<Store> open(const std::string& where, bool create = true);
 
   // Writes a run; false (nothing written) when its log id is already stored.
   virtual bool put(const RunSummary& s) = 0;
@@ -72,7 +74,7 @@ class Store {
   virtual std::string describe() const = 0;  // for messages: the file, or the server and database
 };
 
-std::unique_ptr<Store> openSqlite(const std::string& path);
+std::unique_ptr<Store> openSqlite(const std::string& path, bool create = true);
 std::unique_ptr<Store> openClickHouse(const std::string& url);
 
 }  // namespace heapman::store
