@@ -181,12 +181,16 @@ RunSummary summarize(replay::Replay& r, replay::Attribution& a, const SummaryOpt
     addHeaps(totals, point, false, s.points);
     if (next < repetitionPoints && blameAt[next] == point) blameHere(blameAt[next++], at);
   }
+  // The end too: what a program without custom events (a tool, an interpreter) is followed by.
   uint64_t end = r.resolve("end");
   r.seek(end, &totals);
+  addHeaps(totals, "end", false, s.points);
+  blameHere("end", end);
   addHeaps(totals, "peak", true, s.points);
   run.peakBytes = totals.peakTotal;
   // The points a budget asked for besides (another event's, a GC).
   for (size_t i = repetitionPoints; i < blameAt.size(); ++i) {
+    if (blameAt[i] == "end") continue;  // taken above
     uint64_t at = r.resolve(blameAt[i]);
     r.seek(at);
     blameHere(blameAt[i], at);

@@ -7,8 +7,8 @@ gc_game's build argument switches a leak on from build 17 (recordInput keeps 256
 30 builds are recorded (4 levels of 20 frames, two at a time) and ingested into one SQLite store
 by 8 heapman ingest processes at once: every run and row is there (counts from each ingest's
 --json against the store's tables), and ingesting them all again adds nothing; a stored run's
-blame and types at level_end#2 are heapman blame's and heapman types' rows, its live bytes there
-their total; ingest --top 2 keeps 2 blame rows a point. Then:
+blame and types at level_end#2 and at the end are heapman blame's and heapman types' rows, its
+live bytes there their total; ingest --top 2 keeps 2 blame rows a point. Then:
   - trend --point level_end#3 --site recordInput names build 17 as the step, +15360 bytes
     (3 levels x 20 frames x 256 bytes), 0 before it; its --png chart is an 800x360 PNG;
   - check with a budget (recordInput grows at most 1 KiB from level_end#1 to level_end#4) fails
@@ -108,34 +108,34 @@ if r.returncode == 0:
 if counts() != before:
     fail("ingesting again changed the store: %s -> %s" % (before, counts()))
 
-# The stored summary is heapman's own answers: blame and types at a repetition, row for row, and
-# the live bytes there (all heaps) their total.
+# The stored summary is heapman's own answers: blame and types at a repetition and at the end,
+# row for row, and the live bytes there (all heaps) their total.
 db = sqlite3.connect(STORE)
 run_id = db.execute("SELECT r.run FROM runs r JOIN tags t ON t.run = r.run WHERE t.key = 'build' "
                     "AND t.value = '20'").fetchone()[0]
-stored_sites = sorted(db.execute("SELECT function, module, bytes, objects FROM sites WHERE run = ? "
-                                 "AND point = 'level_end#2'", (run_id,)).fetchall())
-stored_types = sorted(db.execute("SELECT type, bytes, objects FROM types WHERE run = ? AND point = "
-                                 "'level_end#2'", (run_id,)).fetchall())
-stored_live = db.execute("SELECT SUM(live_bytes) FROM points WHERE run = ? AND point = "
-                         "'level_end#2'", (run_id,)).fetchone()[0]
+for point in ("level_end#2", "end"):
+    stored_sites = sorted(db.execute("SELECT function, module, bytes, objects FROM sites WHERE "
+                                     "run = ? AND point = ?", (run_id, point)).fetchall())
+    stored_types = sorted(db.execute("SELECT type, bytes, objects FROM types WHERE run = ? AND "
+                                     "point = ?", (run_id, point)).fetchall())
+    stored_live = db.execute("SELECT SUM(live_bytes) FROM points WHERE run = ? AND point = ?",
+                             (run_id, point)).fetchone()[0]
+    blame = run([HEAPMAN, "blame", log_of(20), "--at", point, "--top", "100", "--csv", "-"], 0)
+    want_sites = sorted((r["function"], r["module"], int(r["live_bytes"]), int(r["live_objects"]))
+                        for r in csv.DictReader(io.StringIO(blame.stdout)))
+    if not stored_sites or stored_sites != want_sites:
+        fail("stored blame at %s differs from heapman blame:\n%s\n%s" %
+             (point, stored_sites, want_sites))
+    types = run([HEAPMAN, "types", log_of(20), "--at", point, "--csv", "-"], 0)
+    want_types = sorted((r["type"], int(r["bytes"]), int(r["objects"]))
+                        for r in csv.DictReader(io.StringIO(types.stdout)))
+    if stored_types != want_types:
+        fail("stored types at %s differ from heapman types:\n%s\n%s" %
+             (point, stored_types, want_types))
+    if stored_live != sum(t[1] for t in want_types):
+        fail("stored live bytes at %s %s, heapman types' total %d" %
+             (point, stored_live, sum(t[1] for t in want_types)))
 db.close()
-blame = run([HEAPMAN, "blame", log_of(20), "--at", "level_end#2", "--top", "100", "--csv", "-"], 0)
-rows = list(csv.DictReader(io.StringIO(blame.stdout)))
-want_sites = sorted((r["function"], r["module"], int(r["live_bytes"]), int(r["live_objects"]))
-                    for r in rows)
-if stored_sites != want_sites:
-    fail("stored blame at level_end#2 differs from heapman blame:\n%s\n%s" %
-         (stored_sites, want_sites))
-types = run([HEAPMAN, "types", log_of(20), "--at", "level_end#2", "--csv", "-"], 0)
-want_types = sorted((r["type"], int(r["bytes"]), int(r["objects"]))
-                    for r in csv.DictReader(io.StringIO(types.stdout)))
-if stored_types != want_types:
-    fail("stored types at level_end#2 differ from heapman types:\n%s\n%s" %
-         (stored_types, want_types))
-if stored_live != sum(t[1] for t in want_types):
-    fail("stored live bytes at level_end#2 %s, heapman types' total %d" %
-         (stored_live, sum(t[1] for t in want_types)))
 
 # --top: the blame rows kept at each point.
 TOP = os.path.join(WORK, "top.sqlite")

@@ -7,11 +7,12 @@
 //            run), program, command line, recorder options, host, duration, counts, the peak
 //            live bytes, the garbage of the whole run (churn) and the repeating event;
 //   gcs      every GC (heapman gcs): time, pause, heap before/after, live and collected bytes;
-//   points   live bytes and objects per heap at each custom event occurrence ("level_end#3"),
-//            and each heap's peak (point "peak"), from one forward pass that follows births and
-//            deaths;
+//   points   live bytes and objects per heap at each custom event occurrence ("level_end#3")
+//            and at the end ("end"), and each heap's peak (point "peak"), from one forward pass
+//            that follows births and deaths;
 //   sites    blame per site at each repetition of the repeating event (heapman blame --at
-//            EVENT#K), the first `top` rows by bytes;
+//            EVENT#K; and of the events named as often: level_start and level_end), taken on
+//            the way, and at the end, the first `top` rows by bytes;
 //   types    live bytes per type there (heapman types --at EVENT#K), the first `top` rows;
 //   churn    garbage per site over the whole run (heapman churn), the first `top` rows;
 //   leaks    heapman leaks --at-each EVENT: its suspects (with RAM dumps) and growing sites and
@@ -104,7 +105,7 @@ struct RunSummary {
 
   // Live bytes at a point, all heaps or one ("" or "all": all); false when the point is absent.
   bool liveAt(const std::string& point, const std::string& heap, uint64_t* bytes) const;
-  // The points of the custom events, in log order, without "peak".
+  // The points of the custom events, in log order, and "end"; without "peak".
   std::vector<std::string> eventPoints() const;
 };
 
