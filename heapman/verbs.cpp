@@ -290,6 +290,31 @@ bool takesEffect(const Verb& v, const std::string& option, const Args& args) {
   return true;
 }
 
+// Runs a verb on a session whose log may be indexed only as far as its points (the verb's
+// prefixOnly). Such an answer is held back until it is known to be the whole log's: where it
+// named a native frame outside every module loaded so far (a module's load can come after
+// allocations its code made), the whole log is read and the verb runs again.
+int runOnPrefix(const Verb& v, const std::unique_ptr<Session>& s, const VerbOptions& vm) {
+  if (s->replay->indexed()) return v.run(*s, vm);
+  Console held;
+  int rc;
+  try {
+    ConsoleScope scope(held);
+    rc = v.run(*s, vm);
+  } catch (...) {
+    std::fputs(held.err.c_str(), stderr);
+    throw;
+  }
+  if (!s->replay->indexed() && s->namer->namedOutsideModules()) {
+    s->replay->completeIndex();  // the pass goes on from where it stopped: nothing read twice
+    s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbolize);
+    return v.run(*s, vm);
+  }
+  if (!held.out.empty()) writeOutput("-", held.out);
+  std::fputs(held.err.c_str(), stderr);
+  return rc;
+}
+
 int runOneShot(const Verb& v, const Args& args) {
   return guarded(v.name, [&] {
     VerbOptions vm;
@@ -302,7 +327,7 @@ int runOneShot(const Verb& v, const Args& args) {
     }
     auto s = Session::open(log, !vm.count("no-symbols"), nullptr, true, v.prefixOnly);
     s->progress->restart(v.name);
-    int rc = v.run(*s, vm);
+    int rc = runOnPrefix(v, s, vm);
     s->progress->finish();
     audit(v, vm);
     if (s->replay->damage() && rc == kExitOk) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -164,7 +165,16 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
   if (first >= n) return;
   // Decided at the first call of each instantiation (the index pass, seeks).
   static const bool threaded = detail::decodeOnSecondThread();
-  if (!threaded) {
+  detail::BlockPipe pipe;
+  std::thread producer;
+  if (threaded) {
+    try {
+      producer = std::thread([&] { detail::decodeChunks(reader_, recordChunks_, first, pipe, want); });
+    } catch (const std::system_error&) {
+      // No thread to be had (a memory limit, a thread limit): decode on this one.
+    }
+  }
+  if (!producer.joinable()) {
     std::vector<uint8_t> buf;
     auto model = std::make_unique<log::ChunkModel>();
     for (size_t k = first; k < n; ++k) {
@@ -180,8 +190,6 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
     }
     return;
   }
-  detail::BlockPipe pipe;
-  std::thread producer([&] { detail::decodeChunks(reader_, recordChunks_, first, pipe, want); });
   auto stop = [&] {
     pipe.cancel();
     while (auto b = pipe.next()) pipe.recycle(std::move(b));  // unblock and drain

@@ -153,7 +153,13 @@ const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
 
 std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
   std::vector<NamedFrame> out;
-  if (jitRange(address)) out = nativeFallback(address);
+  if (jitRange(address)) {
+    out = nativeFallback(address);
+  } else if (!outside_) {
+    outside_ = std::none_of(t_.modules.begin(), t_.modules.end(), [&](const log::ModuleLoad& m) {
+      return address >= m.base && address - m.base < m.size;
+    });
+  }
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (sym_ && out.empty()) {
     const Symbolized& s = sym_->resolve(address);

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <random>
 
+#include "heapman/replay/frames.h"
 #include "test_log.h"
 
 using namespace rtest;
@@ -205,4 +206,42 @@ TEST_CASE("lazy index: a damaged chunk anywhere fails the open as without it",
   writeFile((dir.path / "w.hml").string(), bytes);
   CHECK_THROWS_AS(Replay((dir.path / "w.hml").string(), options(dir.path / "w.hmx", true)),
                   heapman::log::FormatError);
+}
+
+TEST_CASE("lazy index: a frame outside every module loaded so far is noticed, for its module's "
+          "load may come later",
+          "[replay][index]") {
+  // A plugin's constructor allocates before the recorder logs the plugin's load (dlopen).
+  Dir dir;
+  LogBuilder b;
+  b.put(ModuleLoad{b.next(), "/bin/game", 0x400000, 0x10000, {1}, {{0, 0x10000, 5}}});
+  b.put(StackNode{1, 0, 0x401000, false});  // in /bin/game
+  b.put(StackNode{2, 0, 0x7f0000001000, false});  // in the plugin, not loaded yet
+  b.put(Alloc{b.next(), heapman::log::HeapKind::kNative, 0x1000, 16, 16, 1, 0});
+  b.put(GcBegin{b.next(), 1, 100, -1});
+  b.put(GcEnd{b.next(), 1, 100, 0, 10});
+  b.put(Alloc{b.next(), heapman::log::HeapKind::kNative, 0x2000, 16, 16, 2, 0});
+  b.put(GcBegin{b.next(), 2, 100, -1});
+  b.put(GcEnd{b.next(), 2, 100, 0, 10});
+  b.put(ModuleLoad{b.next(), "/usr/lib/plugin.so", 0x7f0000000000, 0x10000, {2},
+                   {{0, 0x10000, 5}}});
+  b.put(GcBegin{b.next(), 3, 100, -1});
+  b.put(GcEnd{b.next(), 3, 100, 0, 10});
+  writeFile((dir.path / "w.hml").string(), b.finish());
+
+  Replay lazy((dir.path / "w.hml").string(), options(dir.path / "w.hmx", true));
+  lazy.seek(lazy.resolve("gc:1"));
+  FrameNamer first(lazy.tables(), false);
+  first.frames(1);
+  CHECK_FALSE(first.namedOutsideModules());  // /bin/game is known
+  lazy.seek(lazy.resolve("gc:2"));
+  REQUIRE_FALSE(lazy.indexed());
+  first.frames(2);
+  CHECK(first.namedOutsideModules());
+  CHECK(first.frames(2).front().module.empty());
+
+  lazy.completeIndex();
+  FrameNamer whole(lazy.tables(), false);
+  CHECK(whole.frames(2).front().module == "plugin.so");
+  CHECK_FALSE(whole.namedOutsideModules());
 }

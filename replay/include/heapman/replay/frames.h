@@ -57,11 +57,17 @@ class FrameNamer {
   // first; empty when no module or JIT range holds it.
   std::vector<NamedFrame> codeAt(uint64_t address);
   bool symbolizing() const;
+  // Whether a native frame it named lay outside every module the tables hold: a prefix of the
+  // log (Replay::indexed() false) may lack the module's load, which can come after allocations
+  // its code made (a library's constructors during dlopen, a module found by the recorder's
+  // rescan), so the whole log could name that frame otherwise.
+  bool namedOutsideModules() const { return outside_; }
 
  private:
   const LogTables& t_;
   bool symbolize_;
   size_t modulesSeen_ = 0, jitSeen_ = 0;  // of t_'s, taken in
+  bool outside_ = false;
   std::unique_ptr<Symbolizer> sym_;
   std::unordered_map<uint32_t, std::vector<NamedFrame>> cache_;
   void sync();
