@@ -17,10 +17,12 @@
 #include "heapman/store/store.h"
 #include "heapman/store/trend.h"
 #include "summaries.h"
+#include "writers.h"
 #include "support/shell.h"
 
 using namespace heapman::store;
 using storetest::makeSummary;
+using storetest::rowsOf;
 
 namespace {
 
@@ -127,17 +129,6 @@ class Server {
   pid_t pid_ = -1;
 };
 
-std::map<std::string, uint64_t> rowsOf(const RunSummary& s) {
-  return {{"runs", 1},
-          {"tags", s.run.tags.size()},
-          {"gcs", s.gcs.size()},
-          {"points", s.points.size()},
-          {"sites", s.sites.size()},
-          {"types", s.types.size()},
-          {"churn", s.churn.size()},
-          {"leaks", s.leaks.size()}};
-}
-
 }  // namespace
 
 TEST_CASE("clickhouse: a run is written once and read back equal") {
@@ -159,35 +150,8 @@ TEST_CASE("clickhouse: a run is written once and read back equal") {
 
 TEST_CASE("clickhouse: 8 writers at once lose nothing") {
   Server server;
-  constexpr int kWriters = 8, kEach = 25;
   Store::open(server.url());  // the schema, before the writers race to make it
-  std::vector<pid_t> kids;
-  for (int w = 0; w < kWriters; ++w) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      int rc = 0;
-      try {
-        auto st = Store::open(server.url());
-        for (int i = 0; i < kEach; ++i)
-          if (!st->put(makeSummary(w * kEach + i, i % 2 == 1))) rc = 3;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
-        rc = 2;
-      }
-      _exit(rc);
-    }
-    kids.push_back(pid);
-  }
-  for (pid_t k : kids) {
-    int status = 0;
-    REQUIRE(waitpid(k, &status, 0) == k);
-    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-  }
-  std::map<std::string, uint64_t> want;
-  for (int n = 0; n < kWriters * kEach; ++n)
-    for (auto [t, rows] : rowsOf(makeSummary(n, (n % kEach) % 2 == 1))) want[t] += rows;
-  CHECK(Store::open(server.url())->rowCounts() == want);
+  storetest::writeAtOnce(server.url(), 8, 25);
 }
 
 TEST_CASE("clickhouse: an ingest that died half-way is not seen, a log stored twice counts once") {

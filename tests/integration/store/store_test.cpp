@@ -16,10 +16,12 @@
 #include "heapman/store/store.h"
 #include "heapman/store/trend.h"
 #include "summaries.h"
+#include "writers.h"
 #include "support/shell.h"
 
 using namespace heapman::store;
 using storetest::makeSummary;
+using storetest::rowsOf;
 
 namespace {
 
@@ -29,17 +31,6 @@ struct TempDir {
 };
 
 // The rows one summary adds to each table.
-std::map<std::string, uint64_t> rowsOf(const RunSummary& s) {
-  return {{"runs", 1},
-          {"tags", s.run.tags.size()},
-          {"gcs", s.gcs.size()},
-          {"points", s.points.size()},
-          {"sites", s.sites.size()},
-          {"types", s.types.size()},
-          {"churn", s.churn.size()},
-          {"leaks", s.leaks.size()}};
-}
-
 }  // namespace
 
 TEST_CASE("a run is written once and read back equal") {
@@ -61,36 +52,7 @@ TEST_CASE("a run is written once and read back equal") {
 
 TEST_CASE("8 writers at once lose nothing") {
   TempDir d;
-  std::string path = d.path + "/runs.sqlite";
-  constexpr int kWriters = 8, kEach = 25;
-  std::vector<pid_t> kids;
-  for (int w = 0; w < kWriters; ++w) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      int rc = 0;
-      try {
-        auto st = Store::open(path);  // 8 openers of a new file: the schema made once
-        for (int i = 0; i < kEach; ++i)
-          if (!st->put(makeSummary(w * kEach + i, i % 2 == 1))) rc = 3;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
-        rc = 2;
-      }
-      _exit(rc);
-    }
-    kids.push_back(pid);
-  }
-  for (pid_t k : kids) {
-    int status = 0;
-    REQUIRE(waitpid(k, &status, 0) == k);
-    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
-  }
-  std::map<std::string, uint64_t> want;
-  for (int n = 0; n < kWriters * kEach; ++n)
-    for (auto [t, rows] : rowsOf(makeSummary(n, (n % kEach) % 2 == 1))) want[t] += rows;
-  CHECK(Store::open(path)->rowCounts() == want);
-  CHECK(want["runs"] == 200);
+  storetest::writeAtOnce(d.path + "/runs.sqlite", 8, 25);  // 8 openers of a new file: the schema made once
 }
 
 TEST_CASE("an ingest killed in the middle leaves whole runs only") {

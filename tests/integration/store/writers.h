@@ -1,0 +1,64 @@
+// What the store's tests share: the rows a summary makes in each table, and writers racing
+// into one store (a SQLite file or a ClickHouse server, by its URL).
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "heapman/store/store.h"
+#include "summaries.h"
+
+namespace storetest {
+
+inline std::map<std::string, uint64_t> rowsOf(const heapman::store::RunSummary& s) {
+  return {{"runs", 1},
+          {"tags", s.run.tags.size()},
+          {"gcs", s.gcs.size()},
+          {"points", s.points.size()},
+          {"sites", s.sites.size()},
+          {"types", s.types.size()},
+          {"churn", s.churn.size()},
+          {"leaks", s.leaks.size()}};
+}
+
+// `writers` processes at once each put `each` generated summaries into `where`; then the store
+// holds exactly their rows.
+inline void writeAtOnce(const std::string& where, int writers, int each) {
+  using heapman::store::Store;
+  std::vector<pid_t> kids;
+  for (int w = 0; w < writers; ++w) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        auto st = Store::open(where);
+        for (int i = 0; i < each; ++i)
+          if (!st->put(makeSummary(w * each + i, i % 2 == 1))) rc = 3;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "writer %d: %s\n", w, e.what());
+        rc = 2;
+      }
+      _exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    REQUIRE(waitpid(k, &status, 0) == k);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  std::map<std::string, uint64_t> want;
+  for (int n = 0; n < writers * each; ++n)
+    for (auto [t, rows] : rowsOf(makeSummary(n, (n % each) % 2 == 1))) want[t] += rows;
+  CHECK(Store::open(where)->rowCounts() == want);
+}
+
+}  // namespace storetest
