@@ -170,6 +170,13 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   if (!follow) api.warmUp(&stopping);
   Workers workers(threads);
   svr.new_task_queue = [] { return new httplib::ThreadPool(kConnectionThreads); };
+  // cpp-httplib 0.11 sets SO_REUSEPORT on Linux: a second server then binds a port another one
+  // listens on, and the kernel shares new connections between the two, each serving its own
+  // log. SO_REUSEADDR only: a port in use is refused, one just freed (TIME_WAIT) is not.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   svr.set_payload_max_length(64 * 1024);
   svr.set_read_timeout(10, 0);
   svr.set_keep_alive_max_count(1000);  // a page asks many questions on one connection

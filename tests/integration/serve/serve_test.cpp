@@ -3,7 +3,8 @@
 // the tests run that command and require the same bytes: blame at five arbitrary moments (not
 // GC points), growth over a range, paths of an object, the heap-map PNG, from many clients at
 // once. Bad parameters get a 4xx with a message; beyond loopback a request without the token is
-// refused. The page, loaded in Debian's headless Chromium, shows the blame `heapman blame` gives.
+// refused; a port another server holds is refused. The page, loaded in Debian's headless
+// Chromium, shows the blame `heapman blame` gives. Following: a log being written.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -466,6 +467,17 @@ TEST_CASE("random parameters never crash the server: every bad one is a 4xx with
   CHECK(counts[4] > 0);
   CHECK(get(s, "/api/gcs?token=fuzz").status == 200);
   CHECK(s.stop() == 0);
+}
+
+TEST_CASE("a port another server listens on is refused", "[serve]") {
+  // cpp-httplib sets SO_REUSEPORT: a second server bound the port and the kernel shared new
+  // connections between the two (each serving its own log); the second now ends, saying why.
+  Server taken(q(recorded().log) + " --port 0");
+  hmtest::ShellResult second =
+      hmtest::runShell("timeout 10 " + q(SERVE_HEAPMAN) + " serve " + q(recorded().log) +
+                       " --port " + std::to_string(taken.port) + " </dev/null");
+  CHECK(second.status == 1);
+  CHECK(second.err.find("in use?") != std::string::npos);
 }
 
 TEST_CASE("following a log being written shows its collections as they happen",
