@@ -1,5 +1,7 @@
 #include "api.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -93,6 +95,13 @@ uint64_t fileBytes(const std::string& path) {
   std::error_code ec;
   uint64_t n = fs::file_size(path, ec);
   return ec ? 0 : n;
+}
+
+FileState fileState(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_size), static_cast<uint64_t>(st.st_ino),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
 // Whether the recorder finished the log (its footer is there).
@@ -196,8 +205,10 @@ void Api::openOnce(const std::atomic<bool>* cancel) {
 void Api::warmUp(const std::atomic<bool>* cancel) {
   for (;;) {
     try {
+      FileState before = fileState(log_);
       openOnce(cancel);
-      logBytes_ = fileBytes(log_);
+      seen_ = before;
+      logBytes_ = before.bytes;
       return;
     } catch (const replay::Interrupted&) {
       throw;
@@ -213,8 +224,10 @@ void Api::warmUp(const std::atomic<bool>* cancel) {
 void Api::follow(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    uint64_t bytes = fileBytes(log_);
-    if (bytes == logBytes_.load() || complete_.load()) continue;
+    // A log being written grows; a finished one changes only when it is recorded again (the
+    // recorder truncates it: heaprec run -o LOG while this follows), and is then followed anew.
+    FileState now = fileState(log_);
+    if (now == seen_) continue;
     try {
       // Until the recorder wrote the footer no index file is written: each growth would make
       // it stale. Once complete, this thread writes it, before any worker reopens the log.
@@ -222,7 +235,8 @@ void Api::follow(const std::atomic<bool>& stop) {
     } catch (...) {
       continue;  // a chunk half written: the next look sees it whole
     }
-    logBytes_ = bytes;
+    seen_ = now;
+    logBytes_ = now.bytes;
     ++generation_;
   }
 }

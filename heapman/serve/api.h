@@ -39,6 +39,13 @@ struct Answer {
 
 using Params = std::multimap<std::string, std::string>;
 
+// What a followed log's file looks like: a change of any of them is news.
+struct FileState {
+  uint64_t bytes = 0, inode = 0;
+  int64_t mtimeNs = 0;
+  bool operator==(const FileState&) const = default;
+};
+
 class Api {
  public:
   // `log` as the user named it (the command lines show it so); files the verbs write go to
@@ -55,10 +62,10 @@ class Api {
   // Opens the log once (building its index when needed), on the calling thread; `cancel` stops
   // it (replay::Interrupted). Throws. Following, it waits until the log has a readable chunk.
   void warmUp(const std::atomic<bool>* cancel);
-  // Following: checks every 250 ms whether the log grew; when it did, opens it once on this
-  // thread (the index, once the log is complete, is written here and nowhere else) and moves
-  // the generation on, so that each worker reopens it before its next answer. Returns when
-  // `stop` reads true.
+  // Following: checks every 250 ms whether the log grew (or, complete, was recorded again);
+  // when it did, opens it once on this thread (the index, once the log is complete, is written
+  // here and nowhere else) and moves the generation on, so that each worker reopens it before
+  // its next answer. Returns when `stop` reads true.
   void follow(const std::atomic<bool>& stop);
   // {"follow":..., "generation":N, "log_bytes":N, "complete":..., "dumped_gcs":[N,...]}: what
   // the page polls; dumped_gcs are the collections with a RAM dump (where objects and paths
@@ -91,6 +98,7 @@ class Api {
   bool follow_;
   std::atomic<uint64_t> generation_{0};  // moves on when the followed log grew
   std::atomic<uint64_t> logBytes_{0};
+  FileState seen_;  // the followed log when last opened (warmUp, then the follow thread only)
   std::atomic<bool> complete_{false};  // the followed log has its footer
   std::atomic<uint64_t> serial_{0};
   mutable std::mutex m_;

@@ -4,7 +4,8 @@
 // GC points), growth over a range, paths of an object, the heap-map PNG, from many clients at
 // once. Bad parameters get a 4xx with a message; beyond loopback a request without the token is
 // refused; a port another server holds is refused. The page, loaded in Debian's headless
-// Chromium, shows the blame `heapman blame` gives. Following: a log being written.
+// Chromium, shows the blame `heapman blame` gives. Following: a log being written, and a
+// finished one recorded again.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -530,6 +531,38 @@ TEST_CASE("following a log being written shows its collections as they happen",
     Got gcs = get(s, "/api/gcs");
     REQUIRE(gcs.status == 200);
     CHECK(gcs.body == runCommand(gcs.command, dir));
+    CHECK(s.stop() == 0);
+  }
+  hmtest::removeTempDir(dir);
+}
+
+TEST_CASE("following a finished log that is recorded again shows the new recording",
+          "[serve][live]") {
+  std::string dir = hmtest::makeTempDir("serve-again");
+  std::string log = dir + "/again.hml";
+  auto record = [&](const char* levels) {
+    hmtest::ShellResult r = hmtest::runShell(q(SERVE_HEAPREC) + " run -o " + q(log) + " -- " +
+                                             q(SERVE_GC_GAME) + " " + levels + " 50 >/dev/null");
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+  };
+  record("1");
+  {
+    // One worker: the session it opened on the first log is the one that must move on.
+    Server s(q(log) + " --port 0 --follow --no-symbols --threads 1");
+    Got before = get(s, "/api/gcs");
+    REQUIRE(before.status == 200);
+    CHECK(before.body == runCommand(before.command, dir));
+    record("2");  // the recorder truncates the log and writes it anew
+    Got after;
+    for (int i = 0; i < 40; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      after = get(s, "/api/gcs");
+      if (after.body != before.body) break;
+    }
+    REQUIRE(after.status == 200);
+    CHECK(after.body == runCommand(after.command, dir));
+    CHECK(get(s, "/api/status").body.find("\"complete\":true") != std::string::npos);
     CHECK(s.stop() == 0);
   }
   hmtest::removeTempDir(dir);
