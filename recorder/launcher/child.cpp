@@ -16,6 +16,7 @@
 
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
+#include "serve.h"
 
 namespace heaprec {
 
@@ -79,15 +80,17 @@ std::string describeLog(const std::string& path, const std::string& whyTruncated
 // the signal and heaprec waits for it to end), collecting the recorder's messages meanwhile.
 // A signal the terminal sent (Ctrl-C) reached the program's process group already, and one that
 // came from inside that group was meant for it: those are not sent twice.
-int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo) {
+int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo, Server* server) {
   int status = 0;
+  const int serverFd = server ? server->pipe() : -1;
   for (;;) {
     pid_t got = waitpid(child, &status, WNOHANG);
     if (got == child) break;
     if (got < 0 && errno != EINTR) break;
-    pollfd fds[2] = {{sigFd, POLLIN, 0}, {fifo.readFd, POLLIN, 0}};
-    if (poll(fds, 2, 1000) <= 0) continue;
+    pollfd fds[3] = {{sigFd, POLLIN, 0}, {fifo.readFd, POLLIN, 0}, {serverFd, POLLIN, 0}};
+    if (poll(fds, serverFd >= 0 ? 3 : 2, 1000) <= 0) continue;
     if (fds[1].revents & POLLIN) fifo.drain();
+    if (server && (fds[2].revents & POLLIN)) server->drain();
     if (!(fds[0].revents & POLLIN)) continue;
     signalfd_siginfo si;
     while (read(sigFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {

@@ -35,6 +35,8 @@ std::string describeLog(const std::string& path, const std::string& whyTruncated
 inline constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
 
 // Waits for the program, passing on the signals heaprec gets; returns its wait status.
-int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo);
+// `server` (--serve): its output is read meanwhile, so that it never waits to write it.
+class Server;
+int waitForProgram(pid_t child, int sigFd, MessageFifo& fifo, Server* server = nullptr);
 
 }  // namespace heaprec

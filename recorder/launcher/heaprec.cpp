@@ -1,6 +1,6 @@
 // heaprec: record a program's heap activity into a HeapMan log.
 //
-//   heaprec run [-o FILE] [--depth N] [--follow-exec] -- PROGRAM [ARGS...]
+//   heaprec run [-o FILE] [--depth N] [--follow-exec] [--serve [PORT]] -- PROGRAM [ARGS...]
 //   heaprec --version
 //
 // Runs PROGRAM with the recorder module preloaded, waits for it (passing on the signals heaprec
@@ -10,6 +10,10 @@
 // was.
 // PROGRAM's output is its own: when it has exited, heaprec prints the recorder's messages, a line
 // per log of the program's other processes and a last line saying where the log went.
+// With --serve, heapman serve --follow shows the log in a browser while it is written (serve.h):
+// heaprec prints its URL before the program starts and, once the program has ended, goes on
+// serving the finished log until Ctrl-C (SIGINT, SIGTERM or SIGHUP), as a profiler's window stays
+// open after the game quits; then it ends as the program did.
 #include <elf.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,6 +41,7 @@
 #include "../common/contract.h"
 #include "child.h"
 #include "preflight.h"
+#include "serve.h"
 #include "heapman/logformat/reader.h"
 #include "heapman/logformat/summary.h"
 
@@ -49,12 +54,13 @@ using namespace heaprec;
 
 constexpr int kUsage = 2;
 constexpr int kCannotRun = 127;
+constexpr unsigned kServePort = 8080;
 
 const char* kSynopsis =
     "usage: heaprec run [-o FILE] [--depth N] [--unwind fp|auto|dwarf] [--time-resolution NS]\n"
     "                   [--alloc-time-every N]\n"
     "                   [--follow-exec] [--ram-dumps off|every|every:N|event:NAME]\n"
-    "                   [--mono-stacks on|off] [--mono-malloc]\n"
+    "                   [--mono-stacks on|off] [--mono-malloc] [--serve [PORT]]\n"
     "                   -- PROGRAM [ARGS...]\n";
 
 // After the program died of `sig`: heaprec dies of it too, so that whoever waits for heaprec
@@ -103,18 +109,44 @@ po::options_description runOptions() {
       "Mono programs: managed stacks of allocations (on: call instrumentation keeps a shadow "
       "stack; off: faster, allocations carry no stack)")(
       "mono-malloc", "Mono programs: record the runtime's own malloc/free too (default: only "
-      "the managed heap)");
+      "the managed heap)")(
+      "serve", po::value<unsigned>()->implicit_value(kServePort)->value_name("PORT"),
+      "show the log in a browser while it is written (heapman serve --follow on port PORT, "
+      "default 8080, 0: any free one; the URL is printed), and the finished log after the "
+      "program ends, until Ctrl-C");
   return desc;
 }
 
 // Whether the option word `arg` takes the next word as its value (`--depth 8`, `-o FILE`; not
-// `--depth=8`, `-oFILE` or a flag).
+// `--depth=8`, `-oFILE`, a flag or an option whose value may be left out: `--serve`).
 bool takesValue(const po::options_description& desc, const std::string& arg) {
   if (arg.find('=') != std::string::npos) return false;
   std::string name = arg.rfind("--", 0) == 0 ? arg.substr(2) : arg.size() == 2 ? arg : "";
   if (name.empty()) return false;
   const po::option_description* d = desc.find_nothrow(name, false);
-  return d && d->semantic()->max_tokens() > 0;
+  return d && d->semantic()->min_tokens() > 0;
+}
+
+// After the program: the server goes on with the finished log until heaprec gets SIGINT,
+// SIGTERM or SIGHUP (Ctrl-C: the server, in a group of its own, does not get it), or it ends.
+void serveFinished(Server& server, int sigFd, const std::string& output) {
+  std::fputs(server.takeText().c_str(), stderr);
+  if (!server.running()) {
+    std::fprintf(stderr, "heaprec: the server has ended\n");
+    return;
+  }
+  std::fprintf(stderr, "heaprec: still serving %s on %s: Ctrl-C ends\n", output.c_str(),
+               server.url().c_str());
+  for (bool done = false; !done && server.running();) {
+    pollfd fds[2] = {{sigFd, POLLIN, 0}, {server.pipe(), POLLIN, 0}};
+    if (poll(fds, 2, 1000) <= 0) continue;
+    if (fds[1].revents & POLLIN) std::fputs(server.takeText().c_str(), stderr);
+    signalfd_siginfo si;
+    while (read(sigFd, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+      done |= si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP;
+  }
+  server.stop();
+  std::fputs(server.takeText().c_str(), stderr);
 }
 
 int run(const std::vector<std::string>& options, const std::vector<std::string>& program) {
@@ -157,6 +189,20 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
   if (unwind != "fp" && unwind != "auto" && unwind != "dwarf") {
     std::fprintf(stderr, "heaprec: --unwind must be fp, auto or dwarf, not '%s'\n", unwind.c_str());
     return kUsage;
+  }
+  const bool serve = vm.count("serve") != 0;
+  std::string heapman;
+  if (serve) {
+    if (vm["serve"].as<unsigned>() > 65535) {
+      std::fprintf(stderr, "heaprec: --serve: give a port from 0 to 65535\n");
+      return kUsage;
+    }
+    heapman = findHeapman();
+    if (heapman.empty()) {
+      std::fprintf(stderr, "heaprec: --serve: cannot find heapman next to heaprec (%s); "
+                   "reinstall HeapMan\n", selfDir().c_str());
+      return kCannotRun;
+    }
   }
   std::string module = findModule();
   if (module.empty()) {
@@ -293,10 +339,23 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     std::string name = program[0].substr(program[0].rfind('/') + 1);
     output = absolute("heaprec." + name + "." + std::to_string(child) + ".hml");
   }
+  // The server first, so that its URL comes before anything of the program; it waits for the
+  // log to hold a chunk. A server that cannot listen (the port taken) runs nothing.
+  Server server;
+  if (serve) {
+    if (!server.start(heapman, output, vm["serve"].as<unsigned>())) {
+      close(gate[1]);  // the child reads nothing and ends without running the program
+      waitpid(child, nullptr, 0);
+      std::fprintf(stderr, "heaprec: --serve: %s\nheaprec: nothing run\n", server.why().c_str());
+      return kUsage;
+    }
+    std::fprintf(stderr, "heaprec: serving %s on %s while it is written\n", output.c_str(),
+                 server.url().c_str());
+  }
   (void)!write(gate[1], output.c_str(), output.size());
   close(gate[1]);
 
-  int status = waitForProgram(child, sigFd, fifo);
+  int status = waitForProgram(child, sigFd, fifo, serve ? &server : nullptr);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   bool recorderSpoke = !fifo.text.empty();
   std::fputs(fifo.text.c_str(), stderr);
@@ -351,6 +410,7 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
         std::fprintf(stderr, "heaprec: no readable log at %s (%s)\n", output.c_str(), e.what());
     }
   }
+  if (serve) serveFinished(server, sigFd, output);
   if (WIFSIGNALED(status)) {
     if (WCOREDUMP(status)) std::fprintf(stderr, "heaprec: the program dumped core\n");
     dieOf(WTERMSIG(status));
@@ -386,6 +446,10 @@ int main(int argc, char** argv) {
     if (args[i].empty() || args[i][0] != '-') break;
     options.push_back(args[i]);
     if (takesValue(table, args[i]) && i + 1 < args.size()) options.push_back(args[++i]);
+    // --serve PORT: the port is the next word when it is a number (a program is not).
+    if (args[i] == "--serve" && i + 1 < args.size() && !args[i + 1].empty() &&
+        args[i + 1].find_first_not_of("0123456789") == std::string::npos)
+      options.back() = "--serve=" + args[++i];
   }
   program.assign(args.begin() + static_cast<long>(i), args.end());
   return run(options, program);

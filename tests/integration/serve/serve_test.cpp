@@ -4,8 +4,8 @@
 // GC points), growth over a range, paths of an object, the heap-map PNG, from many clients at
 // once. Bad parameters get a 4xx with a message; beyond loopback a request without the token is
 // refused; a port another server holds is refused. The page, loaded in Debian's headless
-// Chromium, shows the blame `heapman blame` gives. Following: a log being written, and a
-// finished one recorded again.
+// Chromium, shows the blame `heapman blame` gives. Following: a log being written, a finished
+// one recorded again, and `heaprec run --serve` (the program's output and status its own).
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -564,6 +564,124 @@ TEST_CASE("following a finished log that is recorded again shows the new recordi
     CHECK(after.body == runCommand(after.command, dir));
     CHECK(get(s, "/api/status").body.find("\"complete\":true") != std::string::npos);
     CHECK(s.stop() == 0);
+  }
+  hmtest::removeTempDir(dir);
+}
+
+namespace {
+
+// `heaprec run ARGS` in the background, its stdout and stderr in files of `dir`.
+struct Heaprec {
+  pid_t pid = -1;
+  std::string out, err;
+  Heaprec(const std::string& dir, const std::vector<std::string>& args) {
+    out = dir + "/heaprec.out";
+    err = dir + "/heaprec.err";
+    pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::freopen(out.c_str(), "w", stdout);
+      ::freopen(err.c_str(), "w", stderr);
+      std::vector<char*> argv{const_cast<char*>(SERVE_HEAPREC), const_cast<char*>("run")};
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(SERVE_HEAPREC, argv.data());
+      ::_exit(127);
+    }
+  }
+  // Waits (up to 30 s) until its stderr holds `text`; that stderr.
+  std::string waitFor(const std::string& text) const {
+    std::string e;
+    for (int i = 0; i < 300 && e.find(text) == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      e = readFile(err);
+    }
+    INFO(e);
+    REQUIRE(e.find(text) != std::string::npos);
+    return e;
+  }
+  // Sends `sig` (0: none) and waits up to 30 s: the exit status (128 + N when killed by signal
+  // N), -1 when it has not ended.
+  int end(int sig) {
+    if (sig) ::kill(pid, sig);
+    int st = 0;
+    for (int i = 0; i < 300; ++i) {
+      if (::waitpid(pid, &st, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return -1;
+  }
+  ~Heaprec() {
+    if (pid > 0) end(SIGKILL);
+  }
+};
+
+int portOf(const std::string& url) {
+  std::smatch m;
+  REQUIRE(std::regex_search(url, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/)")));
+  return std::stoi(m[1]);
+}
+
+}  // namespace
+
+TEST_CASE("heaprec run --serve serves the log, leaves the program's output and status alone",
+          "[serve][heaprec]") {
+  std::string dir = hmtest::makeTempDir("serve-heaprec");
+  std::string log = dir + "/run.hml";
+  // An earlier run's finished log under the same name: the server must end up on the new one.
+  hmtest::ShellResult first = hmtest::runShell(q(SERVE_HEAPREC) + " run -o " + q(log) + " -- " +
+                                               q(SERVE_GC_GAME) + " 1 20 >/dev/null");
+  REQUIRE(first.status == 0);
+  {
+    Heaprec h(dir, {"--serve", "0", "-o", log, "--", "/bin/sh", "-c",
+                    "echo out; echo err >&2; exit 3"});
+    std::string err = h.waitFor("still serving");
+    std::smatch m;
+    REQUIRE(std::regex_search(err, m, std::regex("heaprec: serving " + log + R"( on (\S+) while)")));
+    int port = portOf(m[1]);
+    // The program's stderr is its own, before heaprec's lines (the URL came before it ran).
+    CHECK(err.rfind("heaprec: serving ", 0) == 0);
+    CHECK(err.find("\nerr\n") != std::string::npos);
+    for (size_t at = 0; at < err.size();) {
+      size_t eol = err.find('\n', at);
+      std::string line = err.substr(at, eol - at);
+      CHECK((line == "err" || line.rfind("heaprec: ", 0) == 0));
+      at = eol == std::string::npos ? err.size() : eol + 1;
+    }
+    // The server answers on this run's finished log, not on the earlier one it may have seen
+    // first.
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60, 0);
+    std::string status;
+    for (int i = 0; i < 40; ++i) {
+      auto res = c.Get("/api/status");
+      REQUIRE(res);
+      status = res->body;
+      if (status.find("\"complete\":true") != std::string::npos) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    INFO(status);
+    CHECK(status.find("\"complete\":true") != std::string::npos);
+    auto info = c.Get("/api/info");
+    REQUIRE(info);
+    REQUIRE(info->status == 200);
+    CHECK(info->body == runCommand(info->get_header_value("X-Heapman-Command"), dir));
+    // Ctrl-C: heaprec ends as the program did (exit 3), the server with it.
+    CHECK(h.end(SIGINT) == 3);
+    CHECK(readFile(h.out) == "out\n");
+    CHECK(!c.Get("/api/status"));
+  }
+  {
+    // A port already taken: heaprec runs nothing (status 2) and says why.
+    Server taken(q(log) + " --port 0");
+    Heaprec h(dir, {"--serve", std::to_string(taken.port), "-o", dir + "/other.hml", "--",
+                    "/bin/sh", "-c", "touch " + q(dir + "/ran")});
+    CHECK(h.end(0) == 2);
+    CHECK(!fs::exists(dir + "/ran"));
+    CHECK(readFile(h.err).find("in use?") != std::string::npos);
   }
   hmtest::removeTempDir(dir);
 }
