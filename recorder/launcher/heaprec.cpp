@@ -113,7 +113,7 @@ po::options_description runOptions() {
       "serve", po::value<unsigned>()->implicit_value(kServePort)->value_name("PORT"),
       "show the log in a browser while it is written (heapman serve --follow on port PORT, "
       "default 8080, 0: any free one; the URL is printed), and the finished log after the "
-      "program ends, until Ctrl-C");
+      "program ends, until Ctrl-C; an earlier log of the same name is removed first");
   return desc;
 }
 
@@ -340,9 +340,12 @@ int run(const std::vector<std::string>& options, const std::vector<std::string>&
     output = absolute("heaprec." + name + "." + std::to_string(child) + ".hml");
   }
   // The server first, so that its URL comes before anything of the program; it waits for the
-  // log to hold a chunk. A server that cannot listen (the port taken) runs nothing.
+  // log to hold a chunk. A server that cannot listen (the port taken) runs nothing. An earlier
+  // run's log of that name goes first: the server would read it while the recorder truncates
+  // it, and a reader's mapped pages past the new end are SIGBUS.
   Server server;
   if (serve) {
+    if (before.exists && before.regular) unlink(output.c_str());
     if (!server.start(heapman, output, vm["serve"].as<unsigned>())) {
       close(gate[1]);  // the child reads nothing and ends without running the program
       waitpid(child, nullptr, 0);

@@ -5,7 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,7 +65,6 @@ bool Server::start(const std::string& heapman, const std::string& log, unsigned 
     setpgid(0, 0);  // the terminal's Ctrl-C is for the program and heaprec
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(0);  // heaprec died before the line above
-    setpriority(PRIO_PROCESS, 0, 10);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -3,9 +3,11 @@
 //
 // The server is heapman's own (found next to heaprec, or in the build tree's heapman/), run as a
 // child of heaprec in a process group of its own (Ctrl-C in the terminal reaches the program and
-// heaprec, not the server: heaprec decides when it ends), at nice 10 (on a busy machine the
-// program's threads come first; the page waits instead), with the parent-death signal set (a
-// killed heaprec leaves no server behind). It reads the log the recorder writes and nothing else:
+// heaprec, not the server: heaprec decides when it ends), with the parent-death signal set (a
+// killed heaprec leaves no server behind). Not niced: at nice 10 on 2 busy cores (the game on
+// one, other work on the other) the server got so little CPU that the page showed no new
+// collection during a 6 s game, and its first answer took 5.6 s; at nice 0 it showed one every
+// 0.5-1 s (bench/run_live_cost.sh measures what that costs the program). It reads the log the recorder writes and nothing else:
 // the recorder's writer stays the only writer, and it closes a chunk every 20 ms anyway
 // (recorder/core/writer.h kFlushIntervalNs), well within the 250 ms a follower needs.
 #pragma once

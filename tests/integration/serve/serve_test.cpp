@@ -631,9 +631,11 @@ TEST_CASE("heaprec run --serve serves the log, leaves the program's output and s
           "[serve][heaprec]") {
   std::string dir = hmtest::makeTempDir("serve-heaprec");
   std::string log = dir + "/run.hml";
-  // An earlier run's finished log under the same name: the server must end up on the new one.
+  // An earlier run's finished log under the same name (large enough that the server is still
+  // reading it when the program starts): the server must neither read it while the recorder
+  // truncates it (SIGBUS on its mapped pages) nor stay on it.
   hmtest::ShellResult first = hmtest::runShell(q(SERVE_HEAPREC) + " run -o " + q(log) + " -- " +
-                                               q(SERVE_GC_GAME) + " 1 20 >/dev/null");
+                                               q(SERVE_GC_GAME) + " 10 2000 >/dev/null");
   REQUIRE(first.status == 0);
   {
     Heaprec h(dir, {"--serve", "0", "-o", log, "--", "/bin/sh", "-c",
