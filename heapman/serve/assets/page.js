@@ -631,9 +631,15 @@ async function start() {
     setDumped(s.dumped_gcs);
     root.dataset.generation = String(generation);
     await loadTimeline();
-    answeredGeneration = generation;
-    await choosePoint('seq:' + info.last_seq, info.last_seq);
-    if (following && !s.complete) setTimeout(poll, POLL_MS);
+    if (following && !s.complete) {
+      // The log grows while the first answers come (seconds, on a busy machine): the timeline
+      // follows it from now on, not from when they are shown.
+      setTimeout(poll, POLL_MS);
+      followEnd();
+    } else {
+      answeredGeneration = generation;
+      await choosePoint('seq:' + info.last_seq, info.last_seq);
+    }
   } finally {
     setBusy(-1);
   }

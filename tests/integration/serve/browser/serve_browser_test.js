@@ -24,7 +24,14 @@
 // least 3 successive GC counts and redraw its answers at the end of the log, and once the log is
 // complete its blame equals `heapman blame` at the point it shows; no JavaScript error either.
 //
-// Usage: node serve_browser_test.js [--live] HEAPMAN HEAPREC GC_GAME [CHROMIUM]
+// With --heaprec, the sample game (gc_game, bdwgc) recorded by `heaprec run --serve 0`, the page
+// opened on the URL heaprec prints: while the game plays the page must show at least 3 successive
+// GC counts; the game's stdout equals a plain run's (the collection count masked: it depends on
+// timing, run to run), it writes nothing on stderr, heaprec's lines aside; once the game has
+// ended heaprec goes on serving, the page's blame equals `heapman blame` on the finished log, and
+// Ctrl-C (SIGINT) ends heaprec with the game's exit status.
+//
+// Usage: node serve_browser_test.js [--live|--heaprec] HEAPMAN HEAPREC GC_GAME [CHROMIUM]
 // Exit 0 passed, 1 failed, 4 skipped (no Chromium, or --live without guile: CTest's
 // SKIP_RETURN_CODE). puppeteer-core comes from `npm ci` in this directory (cmake/deps.sh test
 // runs it); without it the test fails.
@@ -36,8 +43,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
-const liveMode = process.argv[2] === '--live';
-const [heapman, heaprec, gcGame, chromium = '/usr/bin/chromium'] = process.argv.slice(liveMode ? 3 : 2);
+const liveMode = process.argv[2] === '--live', heaprecMode = process.argv[2] === '--heaprec';
+const [heapman, heaprec, gcGame, chromium = '/usr/bin/chromium'] =
+  process.argv.slice(liveMode || heaprecMode ? 3 : 2);
 const guile = process.env.HEAPMAN_TEST_GUILE || '';
 const SKIP = 4;
 const TOKEN = 'browsertest';
@@ -45,7 +53,7 @@ const W = 1000;  // the page's SVG width in user units (timeline, flame graph)
 const PAD_L = 70, PAD_R = 10;  // the timeline's plot area, as page.js draws it
 
 if (!heapman || !heaprec || !gcGame) {
-  console.error('usage: node serve_browser_test.js [--live] HEAPMAN HEAPREC GC_GAME [CHROMIUM]');
+  console.error('usage: node serve_browser_test.js [--live|--heaprec] HEAPMAN HEAPREC GC_GAME [CHROMIUM]');
   process.exit(2);
 }
 if (!fs.existsSync(chromium)) {
@@ -263,6 +271,67 @@ async function live() {
   check(d.jsErrors, '0', 'the page counted no error');
   check(problems, [], 'no JavaScript error, console error or failed request');
   console.log(`serve browser test (live): ${checks} checks passed`);
+}
+
+// The game recorded and served by heaprec run --serve: the page follows it while it plays.
+async function servedByHeaprec() {
+  const args = ['40', '3000'];  // 40 levels of 3000 frames: 5-8 s recorded, 40-60 collections
+  const masked = out => out.replace(/\d+ collections/, 'N collections');
+  const plain = execFileSync(gcGame, args, { encoding: 'utf8' });
+  const logPath = path.join(dir, 'live.hml');
+  const rec = spawn(heaprec, ['run', '--serve', '0', '-o', logPath, '--', gcGame, ...args],
+                    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  server = rec;  // cleanUp's SIGTERM: to the game while it plays, then to the server
+  let out = '', err = '', exited = null;
+  rec.stdout.on('data', d => { out += d; });
+  rec.stderr.on('data', d => { err += d; });
+  const ended = new Promise(resolve => rec.on('exit', (code, sig) => { exited = code ?? sig; resolve(); }));
+  const until = async (re, what) => {
+    for (let i = 0; i < 300 && !re.test(err); ++i) {
+      if (exited !== null) throw new Error(`heaprec ended (${exited}) before ${what}: ${err}`);
+      await new Promise(r => setTimeout(r, 50));
+    }
+    const m = re.exec(err);
+    if (!m) throw new Error(`no ${what} from heaprec in 15 s: ${err}`);
+    return m;
+  };
+  const url = (await until(/^heaprec: serving \S+ on (http:\/\/127\.0\.0\.1:\d+\/) while/m, 'URL'))[1];
+  const page = await openBrowser();
+  await page.goto(url);
+  phase('serving the game while it plays');
+  const counts = [];
+  while (!/^heaprec: wrote /m.test(err)) {
+    const d = await dataset(page);
+    const n = Number(d.gcs || 0);
+    if (d.gcs !== undefined && (!counts.length || counts[counts.length - 1] !== n)) counts.push(n);
+    if (exited !== null) break;
+    await new Promise(r => setTimeout(r, 150));
+  }
+  phase(`the game ended; GC counts shown while it played: ${counts.join(' ')}`);
+  assert.ok(counts.length >= 3, `at least 3 successive GC counts while the game played (${counts.join(' ')})`);
+  check([...counts].sort((a, b) => a - b), counts, 'the GC count only rises');
+  await until(/^heaprec: still serving /m, 'still serving');
+  check(masked(out), masked(plain), "the game's stdout is a plain run's");
+  check(err.split('\n').filter(l => l && !l.startsWith('heaprec: ')), [], 'the game wrote nothing on stderr');
+
+  // The finished log, still served: the page's last answers are heapman's.
+  await page.waitForFunction(async () => {
+    const s = await (await fetch('api/status')).json();
+    const d = document.documentElement.dataset;
+    return s.complete && d.generation === String(s.generation) && d.state === 'ready';
+  }, { timeout: 20000, polling: 200 });
+  const d = await dataset(page);
+  const info = JSON.parse(hm(['info', 'live.hml', '--json', '-']));
+  check(d.point, 'seq:' + info.last_seq, 'the page follows the end of the log');
+  check(Number(d.gcs), JSON.parse(hm(['gcs', 'live.hml', '--json', '-'])).gcs.length, 'every GC on the timeline');
+  const blame = JSON.parse(hm(['blame', 'live.hml', '--at', d.point, '--stacks', '--top', '50', '--json', '-']));
+  check(await table(page, 'blame'), asTable(blame.functions, BLAME_KEYS, BLAME_TITLES), `blame at ${d.point}`);
+  check(d.jsErrors, '0', 'the page counted no error');
+  check(problems, [], 'no JavaScript error, console error or failed request');
+  rec.kill('SIGINT');
+  await ended;
+  check(exited, 0, "Ctrl-C: heaprec ends with the game's exit status");
+  console.log(`serve browser test (heaprec --serve): ${checks} checks passed`);
 }
 
 async function main() {
@@ -504,8 +573,11 @@ function cleanUp() {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-const timer = setTimeout(() => { console.error('serve browser test: over 55 s'); cleanUp(); process.exit(1); }, 55000);
-(liveMode ? live : main)().then(async () => {
+// The game served by heaprec plays twice (plainly, then recorded): 20-50 s on 2 busy cores.
+const limitS = heaprecMode ? 110 : 55;
+const timer = setTimeout(() => { console.error(`serve browser test: over ${limitS} s`); cleanUp(); process.exit(1); },
+                         limitS * 1000);
+(liveMode ? live : heaprecMode ? servedByHeaprec : main)().then(async () => {
   await browser.close();
   phase('browser closed');
   clearTimeout(timer);
