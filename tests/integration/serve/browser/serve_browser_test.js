@@ -275,7 +275,7 @@ async function live() {
 
 // The game recorded and served by heaprec run --serve: the page follows it while it plays.
 async function servedByHeaprec() {
-  const args = ['40', '3000'];  // 40 levels of 3000 frames: 5-8 s recorded, 40-60 collections
+  const args = ['60', '3000'];  // 60 levels of 3000 frames: 8-30 s recorded, 60-90 collections
   const masked = out => out.replace(/\d+ collections/, 'N collections');
   const plain = execFileSync(gcGame, args, { encoding: 'utf8' });
   const logPath = path.join(dir, 'live.hml');
@@ -573,7 +573,7 @@ function cleanUp() {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-// The game served by heaprec plays twice (plainly, then recorded): 20-50 s on 2 busy cores.
+// The game served by heaprec plays twice (plainly, then recorded): 25-55 s on 2 busy cores.
 const limitS = heaprecMode ? 110 : 55;
 const timer = setTimeout(() => { console.error(`serve browser test: over ${limitS} s`); cleanUp(); process.exit(1); },
                          limitS * 1000);
