@@ -188,28 +188,8 @@ TEST_CASE("clickhouse: an ingest that died half-way is not seen, a log stored tw
 
 TEST_CASE("clickhouse: an ingest killed in the middle leaves whole runs only") {
   Server server;
-  Store::open(server.url());
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    auto st = Store::open(server.url());
-    for (int n = 0;; ++n) st->put(makeSummary(n, n % 2 == 1, 10, 200));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  kill(pid, SIGKILL);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFSIGNALED(status));
-  auto st = Store::open(server.url());
-  uint64_t runs = st->rowCounts()["runs"];
-  INFO(runs << " runs completed before the kill");
-  CHECK(runs > 0);
-  std::map<std::string, uint64_t> want;
-  for (uint64_t n = 0; n < runs; ++n)
-    for (auto [t, rows] : rowsOf(makeSummary(static_cast<int>(n), n % 2 == 1, 10, 200)))
-      want[t] += rows;
-  CHECK(st->rowCounts() == want);
-  CHECK(st->runs().size() == runs);
+  uint64_t runs = storetest::killWhileWriting(server.url(), 1500);
+  CHECK(Store::open(server.url())->runs().size() == runs);
 }
 
 TEST_CASE("clickhouse: trend names the build a leak started at") {

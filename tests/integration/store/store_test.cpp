@@ -57,28 +57,7 @@ TEST_CASE("8 writers at once lose nothing") {
 
 TEST_CASE("an ingest killed in the middle leaves whole runs only") {
   TempDir d;
-  std::string path = d.path + "/runs.sqlite";
-  Store::open(path);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    auto st = Store::open(path);
-    for (int n = 0;; ++n) st->put(makeSummary(n, n % 2 == 1, 10, 200));  // ~2000 rows a run
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  kill(pid, SIGKILL);
-  int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFSIGNALED(status));
-  auto st = Store::open(path);
-  uint64_t runs = st->rowCounts()["runs"];
-  INFO(runs << " runs written before the kill");
-  CHECK(runs > 0);
-  std::map<std::string, uint64_t> want;
-  for (uint64_t n = 0; n < runs; ++n)
-    for (auto [t, rows] : rowsOf(makeSummary(static_cast<int>(n), n % 2 == 1, 10, 200)))
-      want[t] += rows;
-  CHECK(st->rowCounts() == want);
+  storetest::killWhileWriting(d.path + "/runs.sqlite", 400);
 }
 
 TEST_CASE("a file that is not a store is refused, untouched") {

@@ -1,15 +1,18 @@
-// What the store's tests share: the rows a summary makes in each table, and writers racing
-// into one store (a SQLite file or a ClickHouse server, by its URL).
+// What the store's tests share: the rows a summary makes in each table, writers racing into
+// one store, and a writer killed mid-run (a SQLite file or a ClickHouse server, by its URL).
 #pragma once
 
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "heapman/store/store.h"
@@ -59,6 +62,35 @@ inline void writeAtOnce(const std::string& where, int writers, int each) {
   for (int n = 0; n < writers * each; ++n)
     for (auto [t, rows] : rowsOf(makeSummary(n, (n % each) % 2 == 1))) want[t] += rows;
   CHECK(Store::open(where)->rowCounts() == want);
+}
+
+// A writer putting summaries of ~2000 rows each into `where`, killed (SIGKILL) after `ms`
+// milliseconds: the store then holds exactly the rows of the runs it finished, and at least
+// one. Returns how many runs that is.
+inline uint64_t killWhileWriting(const std::string& where, int ms) {
+  using heapman::store::Store;
+  Store::open(where);  // the schema, before the writer starts
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto st = Store::open(where);
+    for (int n = 0;; ++n) st->put(makeSummary(n, n % 2 == 1, 10, 200));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  kill(pid, SIGKILL);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFSIGNALED(status));
+  auto st = Store::open(where);
+  uint64_t runs = st->rowCounts()["runs"];
+  INFO(runs << " runs written before the kill");
+  CHECK(runs > 0);
+  std::map<std::string, uint64_t> want;
+  for (uint64_t n = 0; n < runs; ++n)
+    for (auto [t, rows] : rowsOf(makeSummary(static_cast<int>(n), n % 2 == 1, 10, 200)))
+      want[t] += rows;
+  CHECK(st->rowCounts() == want);
+  return runs;
 }
 
 }  // namespace storetest
