@@ -165,11 +165,12 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
   if (first >= n) return;
   // Decided at the first call of each instantiation (the index pass, seeks).
   static const bool threaded = detail::decodeOnSecondThread();
-  detail::BlockPipe pipe;
+  std::optional<detail::BlockPipe> pipe;  // its blocks (1 MiB) only where a thread decodes
   std::thread producer;
   if (threaded) {
+    pipe.emplace();
     try {
-      producer = std::thread([&] { detail::decodeChunks(reader_, recordChunks_, first, pipe, want); });
+      producer = std::thread([&] { detail::decodeChunks(reader_, recordChunks_, first, *pipe, want); });
     } catch (const std::system_error&) {
       // No thread to be had (a memory limit, a thread limit): decode on this one.
     }
@@ -191,15 +192,15 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
     return;
   }
   auto stop = [&] {
-    pipe.cancel();
-    while (auto b = pipe.next()) pipe.recycle(std::move(b));  // unblock and drain
+    pipe->cancel();
+    while (auto b = pipe->next()) pipe->recycle(std::move(b));  // unblock and drain
     producer.join();
   };
   try {
     size_t k = first;
     std::optional<decltype(make(first))> a;
     a.emplace(make(k));
-    while (auto b = pipe.next()) {
+    while (auto b = pipe->next()) {
       if (b->error) std::rethrow_exception(b->error);
       bool stopped = false;
       try {
@@ -208,7 +209,7 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
         stopped = true;
       }
       bool end = b->chunkEnd;
-      pipe.recycle(std::move(b));
+      pipe->recycle(std::move(b));
       checkCancel();
       if (stopped || end) {
         if (!done(k, *a, stopped)) break;
