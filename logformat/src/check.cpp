@@ -35,7 +35,7 @@ void LogCheck::advance(size_t end) {
            "RAM dump written at sequence number " + std::to_string(c.header.firstSeq) +
                ", but the records before it already reach " + std::to_string(last_) +
                ": a chunk repeated or out of order");
-    pendingRam_.push_back(&c);
+    pendingRam_.push_back(c);
   }
 }
 
@@ -62,10 +62,10 @@ void LogCheck::endRecords() {
   const ChunkRef& c = *chunk_;
   // Where c ends: one past its last event, or where it starts when no event came yet.
   uint64_t end = any_ ? position() : c.header.firstSeq;
-  for (const ChunkRef* r : pendingRam_)
-    if (r->header.firstSeq > end)
-      fail(*r, ErrorCode::kBadSequence,
-           "RAM dump written at sequence number " + std::to_string(r->header.firstSeq) +
+  for (const ChunkRef& r : pendingRam_)
+    if (r.header.firstSeq > end)
+      fail(r, ErrorCode::kBadSequence,
+           "RAM dump written at sequence number " + std::to_string(r.header.firstSeq) +
                ", but the records chunk after it (chunk " + std::to_string(c.number) +
                ") ends at " + std::to_string(end) + ": a chunk out of order");
   pendingRam_.clear();
@@ -76,10 +76,10 @@ void LogCheck::finish() {
   advance(reader_.chunks().size());
   // In a log cut short, the records a last RAM dump followed may be lost with the tail.
   if (reader_.end().complete && any_)
-    for (const ChunkRef* r : pendingRam_)
-      if (r->header.firstSeq > position())
-        fail(*r, ErrorCode::kBadSequence,
-             "RAM dump written at sequence number " + std::to_string(r->header.firstSeq) +
+    for (const ChunkRef& r : pendingRam_)
+      if (r.header.firstSeq > position())
+        fail(r, ErrorCode::kBadSequence,
+             "RAM dump written at sequence number " + std::to_string(r.header.firstSeq) +
                  ", after the log's last event (" + std::to_string(last_) +
                  "): a chunk out of order");
   pendingRam_.clear();

@@ -83,6 +83,10 @@ struct LogReader::Storage {
   size_t size = 0;
   void* map = nullptr;
   size_t mapLength = 0;
+  // Of the file mapped: grow() notices another file at the path, or this one written anew (the
+  // map shows the file's bytes as they are now, not as they were read).
+  uint64_t device = 0, inode = 0;
+  std::vector<uint8_t> prefix;  // the bytes before the first chunk, as first read
   std::vector<uint8_t> owned;
 
   ~Storage() {
@@ -110,6 +114,8 @@ std::optional<Record> decodeExtended(uint32_t kind, const EventCommon& ev,
 
 LogReader::LogReader(std::unique_ptr<Storage> s, ReadMode mode) : storage_(std::move(s)) {
   parsePrefix();
+  if (storage_->map)
+    storage_->prefix.assign(storage_->data, storage_->data + firstChunkOffset_);
   if (!tryFooter()) scan(mode);
 }
 LogReader::LogReader(LogReader&&) noexcept = default;
@@ -159,6 +165,8 @@ LogReader LogReader::open(const std::string& path, ReadMode mode) {
                       "is empty (0 bytes): the recorder wrote nothing; record again");
   }
   s->mapLength = static_cast<size_t>(st.st_size);
+  s->device = st.st_dev;
+  s->inode = st.st_ino;
   void* m = mmap(nullptr, s->mapLength, PROT_READ, MAP_PRIVATE, fd, 0);
   int e = errno;
   ::close(fd);
@@ -351,12 +359,13 @@ void LogReader::endAtDamage(const FormatError& e) {
                 e};
 }
 
-void LogReader::scanChunks() {
+void LogReader::scanChunks(size_t keep) {
   const uint8_t* d = storage_->data;
   uint64_t size = storage_->size;
-  uint64_t off = firstChunkOffset_;
-  chunks_.clear();
+  chunks_.resize(std::min(keep, chunks_.size()));
   ChunkOrder order;
+  for (const ChunkRef& c : chunks_) order.add(c);
+  uint64_t off = chunks_.empty() ? firstChunkOffset_ : chunks_.back().end();
   auto truncated = [&](uint64_t intact, std::string why) {
     end_ = LogEnd{false, intact, size,
                   why + "; " + std::to_string(chunks_.size()) + " intact chunk" +
@@ -412,6 +421,60 @@ void LogReader::scanChunks() {
     chunks_.push_back(c);
     off = c.end();
   }
+}
+
+LogReader::Growth LogReader::grow() {
+  Storage& s = *storage_;
+  if (!s.map || end_.complete || end_.corruption) return Growth::kNone;
+  int fd = ::open(s.name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return Growth::kReplaced;  // removed, or renamed away
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_dev) != s.device ||
+      static_cast<uint64_t>(st.st_ino) != s.inode || static_cast<uint64_t>(st.st_size) < s.size) {
+    ::close(fd);
+    return Growth::kReplaced;
+  }
+  const size_t length = static_cast<size_t>(st.st_size);
+  if (length == s.size) {
+    ::close(fd);
+    return Growth::kNone;
+  }
+  void* m = mmap(nullptr, length, PROT_READ, MAP_PRIVATE, fd, 0);
+  int e = errno;
+  ::close(fd);
+  if (m == MAP_FAILED) {
+    throw FormatError(ErrorCode::kIo, s.size, FormatError::kNoChunk,
+                      std::string("cannot map what was appended: ") + std::strerror(e));
+  }
+  madvise(m, length, MADV_SEQUENTIAL);
+  munmap(s.map, s.mapLength);
+  s.map = m;
+  s.mapLength = length;
+  s.data = static_cast<const uint8_t*>(m);
+  s.size = length;
+  // Truncated and written again past the old length between two looks: another recording,
+  // whose prefix or first and last chunks known (their payloads' checksums) differ.
+  auto same = [&](const ChunkRef& c) {
+    try {
+      ChunkHeader h = readChunkHeader(c.offset, c.number);
+      return h.type == c.header.type && h.storedLength == c.header.storedLength &&
+             h.firstSeq == c.header.firstSeq && h.payloadChecksum == c.header.payloadChecksum;
+    } catch (const FormatError&) {
+      return false;
+    }
+  };
+  if (std::memcmp(s.data, s.prefix.data(), s.prefix.size()) != 0 ||
+      (!chunks_.empty() && (!same(chunks_.front()) || !same(chunks_.back()))))
+    return Growth::kReplaced;
+  const size_t had = chunks_.size();
+  if (tryFooter()) return Growth::kGrew;
+  try {
+    scanChunks(had);
+  } catch (const FormatError& damage) {
+    endAtDamage(damage);  // the log ends before it, as kIntactPrefix would have read it
+    throw;
+  }
+  return chunks_.size() > had ? Growth::kGrew : Growth::kNone;
 }
 
 bool LogReader::payloadIntact(const ChunkRef& c) const {

@@ -42,7 +42,8 @@ class LogCheck {
   // How far a stack node's id may run ahead of the nodes defined before it.
   static constexpr uint64_t kStackIdSlack = 1u << 16;
 
-  // Checks the chunks of `reader` (kept by reference; its chunk list must not change meanwhile).
+  // Checks the chunks of `reader` (kept by reference; its chunk list may only grow at its end,
+  // between records chunks).
   explicit LogCheck(const LogReader& reader)
       : reader_(reader), gapIsDamage_(reader.minor() >= 1) {}
 
@@ -108,7 +109,9 @@ class LogCheck {
   bool any_ = false;                 // an event was seen
   uint64_t last_ = 0;                // the last event's sequence number
   uint64_t nodes_ = 0;               // stack node records so far
-  std::vector<const ChunkRef*> pendingRam_;  // RAM dump chunks since the last records chunk
+  // RAM dump chunks since the last records chunk (copies: a growing log's list may move,
+  // LogReader::grow()).
+  std::vector<ChunkRef> pendingRam_;
   std::unordered_map<uint64_t, uint64_t> stored_;  // content hash -> length, stored segments
 };
 

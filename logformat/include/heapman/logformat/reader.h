@@ -118,6 +118,14 @@ class LogReader {
   // end().corruption keeps `e`. An error that names no chunk of the list changes nothing.
   void endBefore(const FormatError& e);
 
+  // A log being written (opened from a file, no footer yet, no damage): maps what the recorder
+  // appended since open() or the last grow() and adds the chunks now whole; a footer written
+  // meanwhile completes the log as open() would. kReplaced: the path now holds another file, a
+  // shorter one or one with another prefix (recorded again): open it anew. Throws FormatError
+  // for damage in what was appended (the chunks before it stay); chunks() may reallocate.
+  enum class Growth { kNone, kGrew, kReplaced };
+  Growth grow();
+
   // Checks the chunk's checksum and returns its raw payload (decompressed into `buffer` when
   // needed). Throws kBadChecksum / kBadPayload naming the chunk.
   std::span<const uint8_t> payload(const ChunkRef& c, std::vector<uint8_t>& buffer) const;
@@ -155,7 +163,7 @@ class LogReader {
   void parsePrefix();
   bool tryFooter();
   void scan(ReadMode mode);
-  void scanChunks();
+  void scanChunks(size_t keep = 0);  // on from the end of the first `keep` chunks
   void endAtDamage(const FormatError& e);
   ChunkHeader readChunkHeader(uint64_t offset, uint32_t number) const;
   void checkCount(const ChunkRef& c, uint32_t decoded) const;
