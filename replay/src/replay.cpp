@@ -395,9 +395,17 @@ Replay::Replay(LogReader reader, ReplayOptions options)
 
 Replay::~Replay() = default;
 
+namespace {
+std::atomic<uint64_t> gSerials{0};
+}  // namespace
+
 void Replay::init() {
-  static std::atomic<uint64_t> serials{0};
-  serial_ = ++serials;
+  serial_ = ++gSerials;
+  // A log being written has no index file: each growth would make it stale.
+  if (options_.follow && !reader_.end().complete) {
+    options_.useIndex = false;
+    options_.indexPath.clear();
+  }
   dict_ = std::make_unique<InfoDict>(tables_.infos);
   auto listRecordChunks = [&] {
     recordChunks_.clear();
@@ -558,7 +566,12 @@ void Replay::beginPass() {
   cpSpent_ = 0;
   cpBytesPerEntry_ = 2.0;
   cpMeasured_ = false;
-  spans_ = std::make_unique<SpanCounter>();
+  // A log being written: a span could not end where the chunks so far do (endPass).
+  if (!options_.follow || reader_.end().complete)
+    spans_ = std::make_unique<SpanCounter>();
+  else
+    spans_.reset();
+  suspended_.reset();
   spanFrom_ = 0;
 }
 
@@ -642,7 +655,10 @@ void Replay::runPass(uint64_t limit, const Point* target, Observer* observer) {
 // The end of the log: the last checks and span, the GCs in number order; a lazy pass writes the
 // index now.
 void Replay::endPass() {
-  pass_->check.finish();
+  // A log being written ends here for now: the pass is kept for grow(), with what it carries to
+  // the next chunk (its checks of the end, the delta checkpoints' base), for the end that counts.
+  const bool suspend = options_.follow && !reader_.end().complete && !damage_;
+  if (!suspend) pass_->check.finish();
   closeSpan(0);
   // Kept while they take at most their share of the index once compressed, as they are stored.
   if (spans_ && options_.indexShare) {
@@ -654,13 +670,18 @@ void Replay::endPass() {
   if (!spans_) std::vector<ChurnSpan>().swap(tables_.churnSpans);
   spans_.reset();
   if (!pass_->sawEvent) tables_.firstSeq = tables_.endSeq = 0;
-  cpFloor_ = 0;
-  cpDeltaOk_ = false;
-  std::vector<uint64_t>().swap(cpDeaths_);
+  if (!suspend) {
+    cpFloor_ = 0;
+    cpDeltaOk_ = false;
+    std::vector<uint64_t>().swap(cpDeaths_);
+  }
   std::stable_sort(tables_.gcs.begin(), tables_.gcs.end(),
                    [](const GcRecord& a, const GcRecord& b) { return a.number < b.number; });
   const bool lazy = pass_->lazy;
-  pass_.reset();
+  if (suspend)
+    suspended_ = std::move(pass_);
+  else
+    pass_.reset();
   if (!lazy) return;
   auto t0 = std::chrono::steady_clock::now();
   writeIndex();
@@ -722,6 +743,67 @@ void Replay::completeIndex() {
 
 // The churn spans may take an eighth of the index's share of the log (at least 64 KiB), LZ4'd;
 // past that churn replays its range.
+log::LogReader::Growth Replay::grow() {
+  using Growth = LogReader::Growth;
+  if (!suspended_) return Growth::kNone;
+  const size_t hadChunks = reader_.chunks().size();
+  Growth g;
+  try {
+    g = reader_.grow();
+  } catch (const FormatError& e) {
+    damage_ = e;  // the reader's chunks end before it
+    g = Growth::kGrew;
+  }
+  if (g != Growth::kGrew) return g;
+  // The state where the pass stopped (the end of the chunks so far), before the list grows.
+  seek(std::numeric_limits<uint64_t>::max());
+  const size_t hadRecords = recordChunks_.size();
+  bool newDumps = false;
+  for (size_t i = hadChunks; i < reader_.chunks().size(); ++i) {
+    const ChunkRef& c = reader_.chunks()[i];
+    if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
+    newDumps |= c.header.type == static_cast<uint16_t>(ChunkType::kRamDump);
+  }
+  pass_ = std::move(suspended_);
+  pass_->chunk = hadRecords;
+  // endPass() put the GCs in number order.
+  pass_->gcIndex.clear();
+  for (size_t i = 0; i < tables_.gcs.size(); ++i) pass_->gcIndex[tables_.gcs[i].number] = i;
+  if (newDumps) {  // the dumps' first copies are found again by their reader
+    tables_.dumpCopies.clear();
+    tables_.dumpCopiesIndexed = false;
+  }
+  const std::atomic<bool>* cancel = options_.cancel;
+  options_.cancel = nullptr;  // what was appended only: a quarter of a second of the program
+  try {
+    try {
+      runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
+    } catch (const FormatError& e) {
+      // Records that break the log's rules: as on open, the log ends before their chunk, and the
+      // pass runs again over what comes before (the tables hold part of that chunk).
+      if (!options_.intactPrefix || e.chunk() < 0 ||
+          static_cast<uint64_t>(e.chunk()) >= reader_.chunks().size())
+        throw;
+      damage_ = e;
+      reader_.endBefore(e);
+      recordChunks_.clear();
+      for (const ChunkRef& c : reader_.chunks())
+        if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords))
+          recordChunks_.push_back(c);
+      beginPass();
+      runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
+    }
+  } catch (...) {
+    options_.cancel = cancel;
+    throw;
+  }
+  options_.cancel = cancel;
+  live_.shrinkToFit();
+  status_.checkpoints = index_->checkpoints.size();
+  serial_ = ++gSerials;
+  return Growth::kGrew;
+}
+
 uint64_t Replay::spanBudget() const {
   return std::max<uint64_t>(reader_.bytes().size() / std::max<uint64_t>(options_.indexShare, 1) / 8,
                             64 * 1024);

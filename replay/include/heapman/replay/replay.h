@@ -80,6 +80,7 @@ struct GcRecord {
   uint64_t liveObjects = 0, liveBytes = 0;              // whole live set after the GcEnd
   uint64_t collectedObjects = 0, collectedBytes = 0;    // by this GC's Collected sets
   uint64_t unknownCollected = 0;                        // collected addresses not live
+  bool operator==(const GcRecord&) const = default;
 };
 
 struct EventRecord {
@@ -88,16 +89,19 @@ struct EventRecord {
   uint64_t seq = 0, timeNs = 0;
   uint32_t thread = 0;
   uint32_t payloadBytes = 0;
+  bool operator==(const EventRecord&) const = default;
 };
 
 struct FrameRecord {
   uint64_t frame = 0, seq = 0, timeNs = 0;
+  bool operator==(const FrameRecord&) const = default;
 };
 
 struct LostRecord {
   uint64_t seq = 0, count = 0;
   uint32_t lostThread = 0;
   std::string reason;
+  bool operator==(const LostRecord&) const = default;
 };
 
 struct StackNodeDef {
@@ -105,6 +109,7 @@ struct StackNodeDef {
   bool managed = false;
   bool defined = false;
   uint64_t frame = 0;
+  bool operator==(const StackNodeDef&) const = default;
 };
 
 // The first stored copy of a RAM dump content hash (format.h "RAM DUMP CHUNK") that a later,
@@ -225,6 +230,12 @@ struct ReplayOptions {
   // dump, no Mono JIT (a later JitRange may rename an earlier frame), every chunk's checksum
   // holding (checked on open, without decompressing). Any other log is indexed on open.
   bool lazy = false;
+  // true: the log is being written (heapman serve --follow). The index pass stops at the end of
+  // the chunks written so far without ending there, and grow() carries it over what the recorder
+  // writes next: each growth costs its own events, not the whole log's. Until the log is
+  // complete the churn spans are not kept (churn replays its range) and, with useIndex, no index
+  // file is written.
+  bool follow = false;
 };
 
 struct IndexStatus {
@@ -286,6 +297,15 @@ class Replay {
   // Carries a paused index pass to the end of the log (writing the index file). The state is
   // then at the end. Nothing to do when indexed().
   void completeIndex();
+
+  // A log being written (ReplayOptions::follow, opened before its footer): takes in the chunks
+  // the recorder wrote since the open or the last grow(), carrying the index pass over them.
+  // kGrew: tables() cover them, the state is at the new end and serial() is new (what was
+  // cached for this replay is stale). kReplaced: the file was recorded again; open it anew.
+  // kNone: nothing whole was written since, or the log is complete, damaged or not followed.
+  // Damage in what was appended ends the log before it (damage()), as an open would. Not
+  // cancelled by ReplayOptions::cancel (it replays only what was appended).
+  log::LogReader::Growth grow();
 
   struct Stats {
     uint64_t eventsApplied = 0;  // since construction
@@ -366,6 +386,8 @@ class Replay {
   std::unique_ptr<SpanCounter> spans_;
   uint64_t spanFrom_ = 0;  // where the span being counted starts
   std::unique_ptr<Pass> pass_;  // the index pass while it has not reached the end of the log
+  // ReplayOptions::follow: the pass at the end of the chunks written so far, for grow().
+  std::unique_ptr<Pass> suspended_;
   std::vector<std::string> indexWhere_;  // where the index file may be written, in that order
   void closeSpan(uint64_t next);
   uint64_t spanBudget() const;
