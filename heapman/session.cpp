@@ -96,7 +96,7 @@ bool Session::holdsMemory() const {
 
 std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel, bool useIndex,
-                                       bool lazy) {
+                                       bool lazy, bool follow) {
   auto s = std::make_unique<Session>();
   s->path = path;
   s->symbolize = symbolize;
@@ -108,6 +108,7 @@ std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
   o.cancel = cancel;  // a damaged log: answer over its intact chunks, say so, exit 1
   o.useIndex = useIndex;
   o.lazy = lazy;
+  o.follow = follow;
   if (consoleCaptured()) o.notes = nullptr;  // a server's worker: no stderr of its own
   try {
     s->replay = std::make_unique<replay::Replay>(path, o);

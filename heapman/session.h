@@ -48,9 +48,12 @@ struct Session {
   // `useIndex` false: no index file is read or written (a log still being written: the index
   // pass runs in memory).
   // `lazy`: a fresh log is indexed only as far as the command's points (the verb's prefixOnly).
+  // `follow`: the log is being written; replay->grow() takes in what is written next
+  // (ReplayOptions::follow).
   static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel = nullptr,
-                                       bool useIndex = true, bool lazy = false);
+                                       bool useIndex = true, bool lazy = false,
+                                       bool follow = false);
   // The log holds the program's memory (RAM dump chunks): files made from it are private (0600).
   bool holdsMemory() const;
 };

@@ -88,14 +88,7 @@ std::string messageOf(const std::string& err, const std::string& verb) {
 // This thread's session on the log, and the flag its replay polls.
 thread_local std::unique_ptr<Session> tSession;
 thread_local uint64_t tGeneration = 0;  // of the followed log when tSession was opened
-thread_local uint64_t tBytes = 0;       // the followed log's size then
 thread_local std::atomic<bool> tCancel{false};
-
-uint64_t fileBytes(const std::string& path) {
-  std::error_code ec;
-  uint64_t n = fs::file_size(path, ec);
-  return ec ? 0 : n;
-}
 
 FileState fileState(const std::string& path) {
   struct stat st;
@@ -193,13 +186,20 @@ bool Api::cancel(const std::string& request) {
 
 void Api::openOnce(const std::atomic<bool>* cancel) {
   bool complete = logComplete(log_);
-  auto s = Session::open(log_, symbolize_, cancel, complete);
-  std::string dumped = dumpedGcsJson(*s);
+  // Following a log being written, the session stays open and grows with it (grow()); a
+  // complete log is opened with its index file (written here, once, when it is missing).
+  auto s = Session::open(log_, false, cancel, complete, false, follow_ && !complete);
+  takeIn(*s);
+  follower_ = complete ? nullptr : std::move(s);
+}
+
+void Api::takeIn(const Session& s) {
+  std::string dumped = dumpedGcsJson(s);
   {
     std::lock_guard<std::mutex> g(m_);
     dumpedGcs_ = std::move(dumped);
   }
-  complete_ = complete;
+  complete_ = s.replay->reader().end().complete;
 }
 
 void Api::warmUp(const std::atomic<bool>* cancel) {
@@ -229,11 +229,22 @@ void Api::follow(const std::atomic<bool>& stop) {
     FileState now = fileState(log_);
     if (now == seen_) continue;
     try {
-      // Until the recorder wrote the footer no index file is written: each growth would make
-      // it stale. Once complete, this thread writes it, before any worker reopens the log.
-      openOnce(&stop);
+      using Growth = log::LogReader::Growth;
+      Growth g = follower_ ? follower_->replay->grow() : Growth::kReplaced;
+      if (g == Growth::kNone) {
+        if (follower_) continue;  // no chunk whole yet: the next look sees it
+      } else if (g == Growth::kGrew && follower_->replay->reader().end().complete) {
+        // The recorder wrote the footer: this thread writes the index file, before any worker
+        // opens the log again.
+        openOnce(&stop);
+      } else if (g == Growth::kGrew) {
+        takeIn(*follower_);
+      } else {
+        openOnce(&stop);  // recorded again, or finished and recorded again
+      }
     } catch (...) {
-      continue;  // a chunk half written: the next look sees it whole
+      follower_.reset();  // opened afresh at the next look
+      continue;
     }
     seen_ = now;
     logBytes_ = now.bytes;
@@ -345,15 +356,16 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
                                    ? "answer" + std::string(route->extension)
                                    : a);
 
-  // This thread's session, opened on its first request.
+  // This thread's session, opened on its first request. Following, it grows with the log:
+  // each growth costs the events appended, and the names given so far stay.
   Console console;
   ConsoleScope scope(console);
   auto open = [&]() -> bool {
     try {
       tSession.reset();
       tGeneration = generation_.load();
-      tBytes = follow_ ? fileBytes(log_) : 0;
-      tSession = Session::open(log_, symbolize_, &tCancel, !follow_ || complete_.load());
+      bool complete = !follow_ || complete_.load();
+      tSession = Session::open(log_, symbolize_, &tCancel, complete, false, !complete);
       return true;
     } catch (...) {
       tSession.reset();
@@ -361,19 +373,28 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
       return false;
     }
   };
-  if (tSession && follow_ && tGeneration != generation_.load()) tSession.reset();  // it grew
+  auto grow = [&]() -> bool {
+    tGeneration = generation_.load();
+    // A complete log changes only when it is recorded again.
+    if (!tSession->replay->reader().end().complete) try {
+        if (tSession->replay->grow() != log::LogReader::Growth::kReplaced) return true;
+      } catch (...) {
+      }
+    return open();
+  };
+  if (tSession && follow_ && tGeneration != generation_.load() && !grow())
+    return error(500, messageOf(console.err, "serve"), command);
   if (!tSession && !open()) return error(500, messageOf(console.err, "serve"), command);
-  // Following, workers opened the log at different moments of one generation: a point another
-  // worker's answer named (the page's end of the log) may lie past this one's end. Reopened
-  // once when the log grew since, it is there.
-  if (follow_ && !points.empty() && fileBytes(log_) != tBytes) {
+  // Following, a point another worker's answer named (the page's end of the log) may lie past
+  // what this one has taken in: what was written since is taken in first.
+  if (follow_ && !points.empty() && !tSession->replay->reader().end().complete) {
     bool beyond = false;
     for (const auto& [name, value] : points) try {
         (void)tSession->replay->resolve(replay::parsePoint(value));
       } catch (const replay::ReplayError&) {
         beyond = true;
       }
-    if (beyond && !open()) return error(500, messageOf(console.err, "serve"), command);
+    if (beyond && !grow()) return error(500, messageOf(console.err, "serve"), command);
   }
   for (const auto& [name, value] : points) {
     replay::Point point;

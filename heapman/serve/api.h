@@ -19,10 +19,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <unordered_map>
+
+namespace heapman::cli {
+struct Session;
+}
 
 namespace heapman::cli::serve {
 
@@ -81,9 +86,12 @@ class Api {
   const std::string& log() const { return log_; }
 
  private:
-  // Opens the log on the calling thread (writing its index once it is complete) and takes from
-  // it what status() says: its dumped collections and whether it is complete. Throws.
+  // Opens the log on the calling thread (writing its index once it is complete) and takes in
+  // what status() says. Throws. While the log is being written the session is kept
+  // (follower_) and grows with it.
   void openOnce(const std::atomic<bool>* cancel);
+  // status()'s dumped collections and completeness, from the session.
+  void takeIn(const Session& s);
   struct Running {
     std::atomic<bool>* flag;
     std::chrono::steady_clock::time_point deadline;
@@ -99,6 +107,7 @@ class Api {
   std::atomic<uint64_t> generation_{0};  // moves on when the followed log grew
   std::atomic<uint64_t> logBytes_{0};
   FileState seen_;  // the followed log when last opened (warmUp, then the follow thread only)
+  std::unique_ptr<Session> follower_;  // the follow thread's, while the log is being written
   std::atomic<bool> complete_{false};  // the followed log has its footer
   std::atomic<uint64_t> serial_{0};
   mutable std::mutex m_;
