@@ -59,7 +59,7 @@ inline map::MapOptions mapOptionsOf(const VerbOptions& vm, const Session& s) {
 struct MapSetup {
   replay::Exclusions exclusions;
   std::unique_ptr<replay::Attribution> attribution;
-  map::LogScan scan;
+  std::shared_ptr<const map::LogScan> scan;
   std::unique_ptr<map::MapRenderer> renderer;
 };
 inline std::unique_ptr<MapSetup> mapSetup(Session& s, const VerbOptions& vm) {
@@ -71,11 +71,11 @@ inline std::unique_ptr<MapSetup> mapSetup(Session& s, const VerbOptions& vm) {
         std::make_unique<replay::Attribution>(s.replay->tables(), *s.namer, m->exclusions);
   }
   s.progress->restart("scanning the log");
-  m->scan = map::scanLog(*s.replay);
+  m->scan = map::sharedScan(*s.replay);
   s.progress->finish();
   try {
     m->renderer =
-        std::make_unique<map::MapRenderer>(*s.replay, m->attribution.get(), m->scan, mo);
+        std::make_unique<map::MapRenderer>(*s.replay, m->attribution.get(), *m->scan, mo);
   } catch (const map::MapError& e) {
     throw UsageError(e.what());
   }

@@ -68,4 +68,17 @@ LogScan scanLog(replay::Replay& r, size_t samples) {
   return obs.take();
 }
 
+std::shared_ptr<const LogScan> sharedScan(replay::Replay& r, size_t samples) {
+  thread_local uint64_t serial = 0;
+  thread_local size_t bins = 0;
+  thread_local std::shared_ptr<const LogScan> kept;
+  if (!kept || serial != r.serial() || bins != samples) {
+    kept.reset();  // the last log's, before this one's is made
+    kept = std::make_shared<const LogScan>(scanLog(r, samples));
+    serial = r.serial();
+    bins = samples;
+  }
+  return kept;
+}
+
 }  // namespace heapman::map

@@ -49,6 +49,10 @@ struct LogScan {
 };
 // Replays the whole log from the start (the replay ends at its end).
 LogScan scanLog(replay::Replay& r, size_t samples = 1024);
+// scanLog()'s answer for the replay as it is now (its serial), kept by the calling thread until
+// it asks for another replay's: the pictures of one log share it (a shell's maps, heapman
+// serve's workers). The replay's state may move.
+std::shared_ptr<const LogScan> sharedScan(replay::Replay& r, size_t samples = 1024);
 
 // The same scan as an observer, for a caller that replays the whole log anyway (the report's
 // pass): give it every birth and death of [firstSeq, endSeq) once, in order, then take().
