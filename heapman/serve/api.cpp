@@ -111,14 +111,6 @@ std::string readFile(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// "[3,5,7]": the GCs of the session's log that have a RAM dump (objects and paths exist there).
-std::string dumpedGcsJson(const Session& s) {
-  graph::DumpStore store(s.replay->reader());
-  std::string out;
-  for (uint32_t gc : store.dumpedGcs()) out += (out.empty() ? "" : ",") + std::to_string(gc);
-  return "[" + out + "]";
-}
-
 // Options whose value names a file, a directory or a log: the server opens no path a client
 // gives.
 bool namesPath(const DeclaredOption& d) {
@@ -185,21 +177,38 @@ bool Api::cancel(const std::string& request) {
 }
 
 void Api::openOnce(const std::atomic<bool>* cancel) {
-  bool complete = logComplete(log_);
-  // Following a log being written, the session stays open and grows with it (grow()); a
-  // complete log is opened with its index file (written here, once, when it is missing).
-  auto s = Session::open(log_, false, cancel, complete, false, follow_ && !complete);
-  takeIn(*s);
-  follower_ = complete ? nullptr : std::move(s);
+  dumped_.clear();
+  dumpChunksSeen_ = 0;
+  if (logComplete(log_)) {
+    // Opened with its index file (written here, once, when it is missing), before any worker
+    // opens the complete log.
+    follower_.reset();
+    auto s = Session::open(log_, false, cancel, true);
+    takeIn(s->replay->reader());
+    return;
+  }
+  // Being written: what status() says comes from the chunks alone (the workers replay them), so
+  // this thread reads each new chunk's header and each new dump chunk once.
+  auto reader = std::make_unique<log::LogReader>(
+      log::LogReader::open(log_, log::ReadMode::kIntactPrefix));
+  if (reader->chunks().empty()) throw std::runtime_error("no whole chunk yet");
+  takeIn(*reader);
+  follower_ = std::move(reader);
 }
 
-void Api::takeIn(const Session& s) {
-  std::string dumped = dumpedGcsJson(s);
+void Api::takeIn(const log::LogReader& reader) {
+  const auto& chunks = reader.chunks();
+  for (; dumpChunksSeen_ < chunks.size(); ++dumpChunksSeen_)
+    if (chunks[dumpChunksSeen_].header.type == static_cast<uint16_t>(log::ChunkType::kRamDump))
+      for (uint32_t gc : graph::DumpStore::gcsIn(reader, chunks[dumpChunksSeen_]))
+        dumped_.insert(gc);
+  std::string dumped;
+  for (uint32_t gc : dumped_) dumped += (dumped.empty() ? "" : ",") + std::to_string(gc);
   {
     std::lock_guard<std::mutex> g(m_);
-    dumpedGcs_ = std::move(dumped);
+    dumpedGcs_ = "[" + dumped + "]";
   }
-  complete_ = s.replay->reader().end().complete;
+  complete_ = reader.end().complete;
 }
 
 void Api::warmUp(const std::atomic<bool>* cancel) {
@@ -230,12 +239,11 @@ void Api::follow(const std::atomic<bool>& stop) {
     if (now == seen_) continue;
     try {
       using Growth = log::LogReader::Growth;
-      Growth g = follower_ ? follower_->replay->grow() : Growth::kReplaced;
+      Growth g = follower_ ? follower_->grow() : Growth::kReplaced;
       if (g == Growth::kNone) {
         if (follower_) continue;  // no chunk whole yet: the next look sees it
-      } else if (g == Growth::kGrew && follower_->replay->reader().end().complete) {
-        // The recorder wrote the footer: this thread writes the index file, before any worker
-        // opens the log again.
+      } else if (g == Growth::kGrew && follower_->end().complete) {
+        // The recorder wrote the footer: this thread writes the index file.
         openOnce(&stop);
       } else if (g == Growth::kGrew) {
         takeIn(*follower_);

@@ -21,12 +21,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
 
-namespace heapman::cli {
-struct Session;
+namespace heapman::log {
+class LogReader;
 }
 
 namespace heapman::cli::serve {
@@ -57,7 +58,7 @@ class Api {
   // `scratch` (a private directory) and are removed after the answer is read. A query running
   // longer than `timeLimit` is cancelled (503).
   // `follow`: the log is being written (heapman serve --follow): when it grows, the next
-  // request on each worker reopens it (see follow()).
+  // request on each worker takes in what was appended (see follow()).
   Api(std::string log, bool symbolize, std::filesystem::path scratch,
       std::chrono::milliseconds timeLimit, bool follow = false);
   ~Api();
@@ -67,10 +68,11 @@ class Api {
   // Opens the log once (building its index when needed), on the calling thread; `cancel` stops
   // it (replay::Interrupted). Throws. Following, it waits until the log has a readable chunk.
   void warmUp(const std::atomic<bool>* cancel);
-  // Following: checks every 250 ms whether the log grew (or, complete, was recorded again);
-  // when it did, opens it once on this thread (the index, once the log is complete, is written
-  // here and nowhere else) and moves the generation on, so that each worker reopens it before
-  // its next answer. Returns when `stop` reads true.
+  // Following: checks every 250 ms whether the log grew by a whole chunk (or, complete, was
+  // recorded again); when it did, takes in the new chunks' dumps (the index file, once the log
+  // is complete, is written here and nowhere else) and moves the generation on, so that each
+  // worker takes in what was appended (Replay::grow) before its next answer, or opens a log
+  // recorded again anew. Returns when `stop` reads true.
   void follow(const std::atomic<bool>& stop);
   // {"follow":..., "generation":N, "log_bytes":N, "complete":..., "dumped_gcs":[N,...]}: what
   // the page polls; dumped_gcs are the collections with a RAM dump (where objects and paths
@@ -86,12 +88,12 @@ class Api {
   const std::string& log() const { return log_; }
 
  private:
-  // Opens the log on the calling thread (writing its index once it is complete) and takes in
-  // what status() says. Throws. While the log is being written the session is kept
-  // (follower_) and grows with it.
+  // Opens the log on the calling thread (a complete one with its index file, written once when
+  // missing; one being written as chunks only, follower_, grown by follow()) and takes in what
+  // status() says. Throws.
   void openOnce(const std::atomic<bool>* cancel);
-  // status()'s dumped collections and completeness, from the session.
-  void takeIn(const Session& s);
+  // status()'s dumped collections (from the dump chunks not seen yet) and completeness.
+  void takeIn(const log::LogReader& reader);
   struct Running {
     std::atomic<bool>* flag;
     std::chrono::steady_clock::time_point deadline;
@@ -107,7 +109,10 @@ class Api {
   std::atomic<uint64_t> generation_{0};  // moves on when the followed log grew
   std::atomic<uint64_t> logBytes_{0};
   FileState seen_;  // the followed log when last opened (warmUp, then the follow thread only)
-  std::unique_ptr<Session> follower_;  // the follow thread's, while the log is being written
+  // The follow thread's, while the log is being written, and what it has taken in.
+  std::unique_ptr<log::LogReader> follower_;
+  size_t dumpChunksSeen_ = 0;
+  std::set<uint32_t> dumped_;
   std::atomic<bool> complete_{false};  // the followed log has its footer
   std::atomic<uint64_t> serial_{0};
   mutable std::mutex m_;

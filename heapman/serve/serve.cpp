@@ -64,7 +64,7 @@ void options(po::options_description& o, po::positional_options_description&) {
       "every request must carry it (?token= or X-Heapman-Token); beyond loopback a random one "
       "is made when none is given")(
       "threads", po::value<Count>()->value_name("N"),
-      "worker threads, each with its own replay of the log (default 4)")(
+      "worker threads, each with its own replay of the log (default 4; 1 with --follow)")(
       "time-limit", po::value<Count>()->value_name("SECONDS"),
       "cancel a query running longer than this (default 60)")(
       "follow", "the log is being written: wait for it, and show what it gains as it grows");
@@ -108,7 +108,9 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   std::string listen = vm.count("listen") ? vm["listen"].as<std::string>() : "127.0.0.1";
   size_t port = vm.count("port") ? vm["port"].as<Count>().n : kDefaultPort;
   if (port > 65535) throw UsageError("--port: give 0 to 65535");
-  size_t threads = vm.count("threads") ? vm["threads"].as<Count>().n : 4;
+  // Following, each worker replays every growth it answers after: one replay by default, so that
+  // watching costs the recorded program one pass over what it writes, not one a worker.
+  size_t threads = vm.count("threads") ? vm["threads"].as<Count>().n : vm.count("follow") ? 1 : 4;
   if (threads == 0 || threads > 64) throw UsageError("--threads: give 1 to 64");
   size_t limit = vm.count("time-limit") ? vm["time-limit"].as<Count>().n : 60;
   if (limit == 0) throw UsageError("--time-limit: give 1 second or more");

@@ -18,15 +18,32 @@ DumpStore::DumpStore(const log::LogReader& reader) : reader_(reader) {
   chunkGcs_.resize(ram_.size());
 }
 
+namespace {
+
+// f(header) for each segment of dump chunk c's raw payload; a payload that ends inside a segment
+// is a FormatError naming c.
 template <class F>
-void DumpStore::parse(size_t ramIndex, std::span<const uint8_t> raw, F&& f) const {
-  const log::ChunkRef& c = *ram_[ramIndex];
+void forEachHeader(const log::ChunkRef& c, std::span<const uint8_t> raw, F&& f) {
   try {
     log::forEachRamSegment(raw, f);
   } catch (const log::CursorOverrun& e) {
     throw log::FormatError(log::ErrorCode::kBadRecord, c.offset, c.number,
                            std::string("RAM dump segment: ") + e.what());
   }
+}
+
+}  // namespace
+
+template <class F>
+void DumpStore::parse(size_t ramIndex, std::span<const uint8_t> raw, F&& f) const {
+  forEachHeader(*ram_[ramIndex], raw, f);
+}
+
+std::vector<uint32_t> DumpStore::gcsIn(const log::LogReader& reader, const log::ChunkRef& c) {
+  std::vector<uint8_t> buffer;
+  std::set<uint32_t> in;
+  forEachHeader(c, reader.payload(c, buffer), [&](const Header& h) { in.insert(h.gc); });
+  return {in.begin(), in.end()};
 }
 
 void DumpStore::useIndexedCopies(std::span<const replay::DumpCopy> copies) {
@@ -57,9 +74,7 @@ void DumpStore::listGcs() {
     if (it != byOffset.end() && !it->second->gcNumbers.empty()) {
       chunkGcs_[i] = it->second->gcNumbers;
     } else {
-      std::set<uint32_t> in;
-      parse(i, reader_.payload(*ram_[i], buffer_), [&](const Header& h) { in.insert(h.gc); });
-      chunkGcs_[i].assign(in.begin(), in.end());
+      chunkGcs_[i] = gcsIn(reader_, *ram_[i]);
     }
     all.insert(chunkGcs_[i].begin(), chunkGcs_[i].end());
   }

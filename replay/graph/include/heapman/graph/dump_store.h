@@ -78,6 +78,9 @@ class DumpStore {
   // GC numbers with at least one dump segment, ascending. From the footer's index when the log is
   // complete (no payload read), else by reading every dump chunk once.
   const std::vector<uint32_t>& dumpedGcs();
+  // The collections RAM dump chunk `c` of `reader` holds segments of, ascending (its payload
+  // read; a log being written takes in its new dump chunks so). Throws log::FormatError.
+  static std::vector<uint32_t> gcsIn(const log::LogReader& reader, const log::ChunkRef& c);
   bool has(uint32_t gc);
   // "GC 3, 5, 7 (3 dumps)" or "none": for messages.
   std::string describeDumped();
