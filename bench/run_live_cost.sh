@@ -4,7 +4,9 @@
 # page does, RUNS times in turn (plain, served, plain, ... so that a machine whose speed drifts
 # moves both alike). The client, as page.js: /api/status every 500 ms; when the generation moved
 # (the log grew), /api/info, /api/gcs and /api/events, then at the log's last seq
-# /api/blame?top=50&stacks=, /api/stacks and /api/map, one after the other. Per mode, the
+# /api/blame?top=50&stacks=, /api/stacks and, when due (at most every 5 s and every 10 times
+# the last map's time; always once the log is complete), /api/map, one after the other. Per
+# mode, the
 # medians of:
 #   wall     from starting heaprec to its "wrote LOG" line (the program's run and the log's end)
 #   cpu      user + sys of heaprec and the program (wait4's rusage of heaprec, less the server's
@@ -61,7 +63,7 @@ def client(url, stop, rounds_done):
     def get(path):
         with urllib.request.urlopen(url + path, timeout=60) as r:
             return r.read()
-    generation = None
+    generation, map_asked, map_took = None, None, 0.0
     while not stop.is_set():
         try:
             status = json.loads(get('api/status'))
@@ -73,7 +75,12 @@ def client(url, stop, rounds_done):
                 at = f"seq:{info['last_seq']}"
                 get(f'api/blame?at={at}&top=50&stacks=')
                 get(f'api/stacks?at={at}')
-                get(f'api/map?at={at}')
+                now = time.monotonic()
+                if (status['complete'] or map_asked is None or
+                        now - map_asked >= max(5.0, 10 * map_took)):
+                    map_asked = now
+                    get(f'api/map?at={at}')
+                    map_took = time.monotonic() - now
                 rounds_done[0] += 1
         except Exception:
             pass  # the log holds no chunk yet, or the server is between generations

@@ -182,12 +182,15 @@ let blameAnswer = null;
 let cursorSeq = null;
 
 // `point` as the CLI takes it (seq:N, gc:N); `seq` where the cursor goes.
-async function choosePoint(point, seq) {
+// withMap false: the heap map keeps the picture it shows (following the end of a log being
+// written, see followEnd).
+async function choosePoint(point, seq, withMap = true) {
   cursorSeq = seq;
   drawCursorAgain();
   root.dataset.point = point;
   document.getElementById('point').textContent = 'point: ' + point;
-  await Promise.all([showBlame(point), showMap(point), showFlame(point), showObjects(point)]);
+  await Promise.all([showBlame(point), withMap ? showMap(point) : null, showFlame(point),
+    showObjects(point)]);
   answered();
 }
 
@@ -224,8 +227,13 @@ function showStack(rank, row) {
 }
 
 let mapUrl = null;
+let mapAskedAt = 0, mapTook = 0;  // ms: when the last map was asked and how long it took
+
 async function showMap(point) {
+  const t0 = performance.now();
+  mapAskedAt = t0;
   const a = await ask('map', 'map', { at: point }, 'blob');
+  mapTook = performance.now() - t0;
   if (a.aborted) return;
   document.getElementById('map-command').textContent = a.command || '';
   showError('map', a.error);
@@ -582,7 +590,13 @@ async function loadTimeline() {
 // whether it did; then the timeline is drawn again at once and, unless a moment was clicked, the
 // answers follow the end of the log: asked again as soon as the last ones are shown, so that slow
 // answers never hold back the timeline nor get cancelled by the next growth before they show.
-const POLL_MS = 500;
+// The heap map is the exception: its picture needs a pass over the whole log as it then stands
+// (the address ranges and the live-bytes strip), so while the recording runs it follows the end
+// at most every MAP_FOLLOW_MS, and never more often than MAP_SHARE times the time it took: the
+// server's work stays a small share of the machine the game plays on. The last growth (the
+// recorder finished) draws it.
+const POLL_MS = 500, MAP_FOLLOW_MS = 5000, MAP_SHARE = 10;
+let complete = false;
 let following = false, generation = 0, atEnd = true;
 let answering = false, answeredGeneration = -1;
 svg.addEventListener('mouseup', () => { atEnd = false; }, true);
@@ -591,7 +605,9 @@ function followEnd() {
   if (!atEnd || answering || answeredGeneration === generation || !info) return;
   answering = true;
   const g = generation;
-  choosePoint('seq:' + info.last_seq, info.last_seq).finally(() => {
+  const mapDue = complete ||
+    performance.now() - mapAskedAt >= Math.max(MAP_FOLLOW_MS, MAP_SHARE * mapTook);
+  choosePoint('seq:' + info.last_seq, info.last_seq, mapDue).finally(() => {
     answering = false;
     answeredGeneration = g;
     followEnd();  // the log grew meanwhile
@@ -603,6 +619,7 @@ async function poll() {
     const s = await (await fetch('api/status' + (token ? '?token=' + encodeURIComponent(token) : ''))).json();
     if (s.generation !== generation) {
       generation = s.generation;
+      complete = s.complete;
       setDumped(s.dumped_gcs);
       root.dataset.generation = String(generation);
       if (await loadTimeline()) followEnd();
@@ -628,6 +645,7 @@ async function start() {
     const s = await (await fetch('api/status' + (token ? '?token=' + encodeURIComponent(token) : ''))).json();
     following = s.follow;
     generation = s.generation;
+    complete = s.complete;
     setDumped(s.dumped_gcs);
     root.dataset.generation = String(generation);
     await loadTimeline();
