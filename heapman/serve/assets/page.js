@@ -595,8 +595,8 @@ async function loadTimeline() {
 // at most every MAP_FOLLOW_MS, and never more often than MAP_SHARE times the time it took: the
 // server's work stays a small share of the machine the game plays on. The last growth (the
 // recorder finished) draws it.
-const POLL_MS = 500, MAP_FOLLOW_MS = 5000, MAP_SHARE = 10;
-let complete = false;
+const POLL_MS = 500, MAP_FOLLOW_MS = 5000, MAP_SHARE = 10, ROUND_REST = 3;
+let complete = false, resting = null;
 let following = false, generation = 0, atEnd = true;
 let answering = false, answeredGeneration = -1;
 svg.addEventListener('mouseup', () => { atEnd = false; }, true);
@@ -607,11 +607,22 @@ function followEnd() {
   const g = generation;
   const mapDue = complete ||
     performance.now() - mapAskedAt >= Math.max(MAP_FOLLOW_MS, MAP_SHARE * mapTook);
+  const t0 = performance.now();
   choosePoint('seq:' + info.last_seq, info.last_seq, mapDue).finally(() => {
-    answering = false;
     answeredGeneration = g;
-    followEnd();  // the log grew meanwhile
+    // The log grew meanwhile: the next answers after a pause of ROUND_REST times what these
+    // took (the timeline still follows every growth), so that they take at most a quarter of
+    // the server's time while the game plays; at once once the log is complete.
+    const rest = complete ? 0 : ROUND_REST * (performance.now() - t0);
+    resting = setTimeout(endRest, rest);
   });
+}
+
+function endRest() {
+  clearTimeout(resting);
+  resting = null;
+  answering = false;
+  followEnd();
 }
 
 async function poll() {
@@ -620,6 +631,11 @@ async function poll() {
     if (s.generation !== generation) {
       generation = s.generation;
       complete = s.complete;
+      if (complete && resting !== null) {  // the last answers at once, after the timeline
+        clearTimeout(resting);
+        resting = null;
+        answering = false;
+      }
       setDumped(s.dumped_gcs);
       root.dataset.generation = String(generation);
       if (await loadTimeline()) followEnd();
