@@ -534,14 +534,8 @@ std::vector<Check> checkBudget(const Budget& b, const RunSummary& s, const RunSu
     } else if (r.section == "gc_pause") {
       std::vector<uint64_t> pauses;
       for (const GcRow& g : s.gcs) pauses.push_back(g.pauseNs);
-      std::sort(pauses.begin(), pauses.end());
-      uint64_t mx = pauses.empty() ? 0 : pauses.back();
-      // Nearest rank: the smallest pause with at least 99% of them at or below it.
-      uint64_t p99 = pauses.empty()
-                         ? 0
-                         : pauses[static_cast<size_t>(
-                                      std::ceil(0.99 * static_cast<double>(pauses.size()))) -
-                                  1];
+      uint64_t mx = pauses.empty() ? 0 : *std::max_element(pauses.begin(), pauses.end());
+      uint64_t p99 = pauseP99(pauses);
       std::string of = " of " + std::to_string(pauses.size()) + " GCs";
       if (r.p99)
         limitCheck(out, "gc pause p99", p99, nanosText(p99) + of, *r.p99,

@@ -256,10 +256,35 @@ class ClickHouseStore : public Store {
     std::unordered_map<std::string, size_t> byId;
     std::string point = fq.point.empty() ? "peak" : fq.point;
     bool allHeaps = fq.heap.empty() || fq.heap == "all";
-    for (auto& row : rowsOf(query("SELECT log_id, peak_bytes FROM " + t("runs") + " WHERE " +
-                                  chosen() + " ORDER BY start_wall_ns, log_id"))) {
+    FigureKind kind = fq.kind;
+    for (auto& row : rowsOf(query(std::string("SELECT log_id, ") +
+                                  (kind == FigureKind::kGcCount ? "gc_count" : "peak_bytes") +
+                                  " FROM " + t("runs") + " WHERE " + chosen() +
+                                  " ORDER BY start_wall_ns, log_id"))) {
       byId[row.at(0)] = out.size();
       out.push_back({row.at(0), true, u64(row.at(1))});
+    }
+    if (kind == FigureKind::kGcCount) return out;
+    if (kind == FigureKind::kGcPauseP99) {
+      std::vector<std::vector<uint64_t>> pauses(out.size());
+      for (auto& row : rowsOf(query("SELECT log_id, pause_ns FROM " + t("gcs") + " WHERE " +
+                                    chosen()))) {
+        auto it = byId.find(row.at(0));
+        if (it != byId.end()) pauses[it->second].push_back(u64(row.at(1)));
+      }
+      for (size_t i = 0; i < out.size(); ++i) out[i].value = pauseP99(std::move(pauses[i]));
+      return out;
+    }
+    if (kind == FigureKind::kLeakSuspects || kind == FigureKind::kGrowingSites) {
+      for (FigureValue& v : out) v.value = 0;
+      for (auto& row : rowsOf(query(
+               "SELECT log_id, count() FROM " + t("leaks") + " WHERE " + chosen() +
+               " AND kind = " + (kind == FigureKind::kLeakSuspects ? "'suspect'" : "'site'") +
+               " GROUP BY log_id"))) {
+        auto it = byId.find(row.at(0));
+        if (it != byId.end()) out[it->second].value = u64(row.at(1));
+      }
+      return out;
     }
     if (point == "peak" && allHeaps && fq.siteRegex.empty() && fq.typeRegex.empty()) return out;
     for (FigureValue& v : out) v.present = false, v.value = 0;

@@ -213,6 +213,7 @@ class SqliteStore : public Store {
   std::vector<FigureValue> figure(const FigureQuery& fq) override {
     std::vector<FigureValue> out;
     std::unordered_map<int64_t, size_t> byRun;
+    if (fq.kind != FigureKind::kLive) return runFigure(fq.kind);
     std::string point = fq.point.empty() ? "peak" : fq.point;
     bool allHeaps = fq.heap.empty() || fq.heap == "all";
     if (point == "peak" && allHeaps && fq.siteRegex.empty() && fq.typeRegex.empty()) {
@@ -258,6 +259,34 @@ class SqliteStore : public Store {
       if (!m->second) continue;
       auto it = byRun.find(rows.i64(0));
       if (it != byRun.end()) out[it->second].value += rows.u64(2);
+    }
+    return out;
+  }
+
+  // A figure of the whole run (FigureQuery::kind), every run present.
+  std::vector<FigureValue> runFigure(FigureKind kind) {
+    std::vector<FigureValue> out;
+    std::unordered_map<int64_t, size_t> byRun;
+    Stmt q(db_, "SELECT run, log_id, gc_count FROM runs ORDER BY run", where());
+    while (q.step()) {
+      byRun[q.i64(0)] = out.size();
+      out.push_back({q.text(1), true, kind == FigureKind::kGcCount ? q.u64(2) : 0});
+    }
+    if (kind == FigureKind::kGcPauseP99) {
+      std::vector<std::vector<uint64_t>> pauses(out.size());
+      Stmt g(db_, "SELECT run, pause_ns FROM gcs", where());
+      while (g.step()) {
+        auto it = byRun.find(g.i64(0));
+        if (it != byRun.end()) pauses[it->second].push_back(g.u64(1));
+      }
+      for (size_t i = 0; i < out.size(); ++i) out[i].value = pauseP99(std::move(pauses[i]));
+    } else if (kind == FigureKind::kLeakSuspects || kind == FigureKind::kGrowingSites) {
+      Stmt l(db_, "SELECT run, COUNT(*) FROM leaks WHERE kind = ? GROUP BY run", where());
+      l.bind(1, std::string(kind == FigureKind::kLeakSuspects ? "suspect" : "site"));
+      while (l.step()) {
+        auto it = byRun.find(l.i64(0));
+        if (it != byRun.end()) out[it->second].value = l.u64(1);
+      }
     }
     return out;
   }

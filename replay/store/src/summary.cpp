@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -44,6 +45,13 @@ std::vector<std::string> RunSummary::eventPoints() const {
   for (const PointRow& p : points)
     if (p.point != "peak" && (out.empty() || out.back() != p.point)) out.push_back(p.point);
   return out;
+}
+
+uint64_t pauseP99(std::vector<uint64_t> pauses) {
+  if (pauses.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(0.99 * static_cast<double>(pauses.size())));
+  std::nth_element(pauses.begin(), pauses.begin() + static_cast<long>(rank - 1), pauses.end());
+  return pauses[rank - 1];
 }
 
 std::string logId(const log::Header& h) {

@@ -41,6 +41,22 @@ Step findStep(const std::vector<double>& v, double sigmas, double minRise) {
 }
 
 bool figureOf(const RunSummary& s, const FigureQuery& q, uint64_t* value) {
+  auto leaks = [&](const char* kind) {
+    return static_cast<uint64_t>(std::count_if(s.leaks.begin(), s.leaks.end(),
+                                               [&](const LeakRow& l) { return l.kind == kind; }));
+  };
+  switch (q.kind) {
+    case FigureKind::kLive: break;
+    case FigureKind::kGcCount: *value = s.run.gcCount; return true;
+    case FigureKind::kGcPauseP99: {
+      std::vector<uint64_t> pauses;
+      for (const GcRow& g : s.gcs) pauses.push_back(g.pauseNs);
+      *value = pauseP99(std::move(pauses));
+      return true;
+    }
+    case FigureKind::kLeakSuspects: *value = leaks("suspect"); return true;
+    case FigureKind::kGrowingSites: *value = leaks("site"); return true;
+  }
   std::string point = q.point.empty() ? "peak" : q.point;
   bool allHeaps = q.heap.empty() || q.heap == "all";
   if (point == "peak" && allHeaps && q.siteRegex.empty() && q.typeRegex.empty()) {
@@ -134,7 +150,7 @@ TrendResult trend(Store& st, const std::string& tagKey, const FigureQuery& q,
   if (untagged)
     res.warnings.push_back(std::to_string(untagged) + " run(s) without a tag '" + tagKey +
                            "' left out");
-  if (without)
+  if (without && q.kind == FigureKind::kLive)
     res.warnings.push_back(std::to_string(without) + " run(s) without the point " +
                            (q.point.empty() ? std::string("peak") : q.point) + " left out");
   if (runs.empty() && !current) res.warnings.push_back("the store holds no runs yet (heapman ingest adds them)");

@@ -211,6 +211,12 @@ TEST_CASE("clickhouse: trend names the build a leak started at") {
   CHECK(t.rows[5].value == 704);
 }
 
+TEST_CASE("clickhouse: trend's figures of whole runs (GC count, pause p99, leak counts)") {
+  Server server;
+  auto st = Store::open(server.url());
+  storetest::checkRunFigures(*st);
+}
+
 TEST_CASE("clickhouse: a server that is down is a clear error") {
   int port = freePort();  // nothing listens there
   std::string url = "clickhouse://127.0.0.1:" + std::to_string(port) + "/runs";

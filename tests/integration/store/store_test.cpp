@@ -118,6 +118,12 @@ TEST_CASE("the step: the least-squares split, against the noise") {
   CHECK_FALSE(findStep(tiny).found);
 }
 
+TEST_CASE("trend: the figures of whole runs (GC count, pause p99, leak counts)") {
+  TempDir d;
+  auto st = Store::open(d.path + "/runs.sqlite");
+  storetest::checkRunFigures(*st);
+}
+
 TEST_CASE("trend: a site's bytes across builds, in the tag's numeric order, and its step") {
   TempDir d;
   auto st = Store::open(d.path + "/runs.sqlite");

@@ -1,5 +1,6 @@
 // What the store's tests share: the rows a summary makes in each table, writers racing into
-// one store, and a writer killed mid-run (a SQLite file or a ClickHouse server, by its URL).
+// one store, a writer killed mid-run (a SQLite file or a ClickHouse server, by its URL), and the
+// figures of whole runs (GC count, pause p99, leak counts) a store gives trend.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "heapman/store/store.h"
+#include "heapman/store/trend.h"
 #include "summaries.h"
 
 namespace storetest {
@@ -91,6 +93,62 @@ inline uint64_t killWhileWriting(const std::string& where, int ms) {
       want[t] += rows;
   CHECK(st->rowCounts() == want);
   return runs;
+}
+
+// Builds 1-30 (a leak from 17, every third with one more GC of 9 ms and a leak suspect): the
+// store's figures of whole runs are the summaries' own (figureOf), in build order, and the
+// growing sites step at 17.
+inline void checkRunFigures(heapman::store::Store& st) {
+  using namespace heapman::store;
+  auto summary = [](int b) {
+    RunSummary s = makeSummary(b, b >= 17);
+    if (b % 3 == 0) {
+      s.gcs.push_back({4, 40'000'000, 9'000'000, 1'000'000, 900'000, 800'000, 100'000});
+      s.run.gcCount = 4;
+      s.leaks.push_back({"suspect", "std::vector<Entity*> at 0x1000", 64, "grows"});
+    }
+    return s;
+  };
+  for (int b = 30; b >= 1; --b) REQUIRE(st.put(summary(b)));
+  for (FigureKind k : {FigureKind::kGcCount, FigureKind::kGcPauseP99, FigureKind::kLeakSuspects,
+                       FigureKind::kGrowingSites}) {
+    INFO("figure kind " << static_cast<int>(k));
+    FigureQuery q;
+    q.kind = k;
+    q.point = "level_end#9";  // not used by these kinds
+    TrendResult t = trend(st, "build", q);
+    REQUIRE(t.rows.size() == 30);
+    CHECK(t.warnings.empty());
+    for (int b = 1; b <= 30; ++b) {
+      uint64_t want = 0;
+      REQUIRE(figureOf(summary(b), q, &want));
+      CHECK(t.rows[b - 1].tag == std::to_string(b));
+      CHECK(t.rows[b - 1].value == want);
+    }
+    if (k == FigureKind::kGrowingSites) {
+      REQUIRE(t.step.found);
+      CHECK(t.rows[t.step.at].tag == "17");
+    }
+  }
+  // The figures themselves: 3 pauses of 0.5, 1, 1.5 ms (p99 by nearest rank: the third), 4
+  // with the 9 ms one.
+  FigureQuery q;
+  q.kind = FigureKind::kGcPauseP99;
+  TrendResult t = trend(st, "build", q);
+  CHECK(t.rows[0].value == 1'500'000);
+  CHECK(t.rows[2].value == 9'000'000);
+  q.kind = FigureKind::kGcCount;
+  t = trend(st, "build", q);
+  CHECK(t.rows[0].value == 3);
+  CHECK(t.rows[2].value == 4);
+  q.kind = FigureKind::kLeakSuspects;
+  t = trend(st, "build", q);
+  CHECK(t.rows[0].value == 0);
+  CHECK(t.rows[2].value == 1);
+  q.kind = FigureKind::kGrowingSites;
+  t = trend(st, "build", q);
+  CHECK(t.rows[15].value == 1);
+  CHECK(t.rows[16].value == 2);
 }
 
 }  // namespace storetest

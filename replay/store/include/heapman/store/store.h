@@ -38,10 +38,16 @@ struct StoredRun {
 
 // The figure trend follows across runs. With `point` empty: the run's peak live bytes. With a
 // point: live bytes there (all heaps, or `heap`); with a site or type regex, the bytes of the
-// blame rows (types) at the point whose function (type) matches, summed.
+// blame rows (types) at the point whose function (type) matches, summed. A `kind` other than
+// kLive is a figure of the whole run instead (point, heap and the regexes are not used): its GC
+// count, its GC pauses' p99 (nearest rank, ns, as the budget's [gc_pause]), the count of its
+// leak suspects (growing containers) or of its growing sites (heapman leaks).
+enum class FigureKind { kLive, kGcCount, kGcPauseP99, kLeakSuspects, kGrowingSites };
+
 struct FigureQuery {
   std::string point, heap;
   std::string siteRegex, typeRegex;
+  FigureKind kind = FigureKind::kLive;
 };
 
 struct FigureValue {

@@ -120,6 +120,10 @@ struct SummaryOptions {
 // 16 hex digits. Equal for the same log, and for a copy of it.
 std::string logId(const log::Header& h);
 
+// The p99 of some GC pauses by nearest rank: the smallest with at least 99% of them at or below
+// it; 0 for none. What the budget's [gc_pause] p99 and trend's FigureKind::kGcPauseP99 compute.
+uint64_t pauseP99(std::vector<uint64_t> pauses);
+
 // Summarizes the log the replay has open. Moves the replay (its position after is unspecified).
 // Throws what the replay throws (log::FormatError for a corrupt log).
 RunSummary summarize(replay::Replay& r, replay::Attribution& a, const SummaryOptions& o = {});
