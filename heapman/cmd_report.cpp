@@ -4,7 +4,9 @@
 // retained size by type where the log has RAM dumps, the leak suspects with their root paths
 // (`heapman leaks` at its default points), heap-map frames on a slider synced with the chart; with
 // --compare, a second log beside it and the differences. The views are gathered by replay/report
-// (heapman::report; the leak and map sections by its sections.h).
+// (heapman::report; the leak and map sections by its sections.h). With --store S, an "across
+// runs" section: the trends of the main figures over the stored runs in the order of --tag, the
+// step of each, and where this log sits among them (heapman/store/across_runs.h).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 
 #include "heapman/report/report.h"
 #include "heapman/report/sections.h"
+#include "heapman/store/across_runs.h"
 #include "session.h"
 
 namespace heapman::cli {
@@ -35,7 +38,12 @@ void options(po::options_description& o, po::positional_options_description&) {
       "heap-map pictures at most (each repeated custom event, else GCs; 0: none)")(
       "section", po::value<std::vector<std::string>>()->value_name("FILE"),
       "one more view from a JSON file {id, title, kind, run, data} (repeatable; kinds and "
-      "shapes: docs/DESIGN.md 3.10)");
+      "shapes: docs/DESIGN.md 3.10)")(
+      "store", po::value<std::string>()->value_name("FILE|URL"),
+      "an \"across runs\" section: the main figures of the stored runs (a SQLite file or "
+      "clickhouse://HOST:PORT/DB) and where this log sits among them")(
+      "tag", po::value<std::string>()->default_value("build")->value_name("NAME"),
+      "with --store: the runs in the order of this tag's values");
   addFrameOptions(o);
 }
 
@@ -117,6 +125,24 @@ int run(Session& s, const VerbOptions& vm) {
       rc = kExitBadLog;
     }
   }
+  if (vm.count("store")) {
+    // Last: summarizing moves the replay. The store is opened first, so a bad one costs no pass.
+    auto st = store::Store::open(vm["store"].as<std::string>(), false);
+    store::AcrossRuns a;
+    a.tagKey = vm["tag"].as<std::string>();
+    a.logId = store::logId(s.replay->reader().header());
+    const replay::LogTables& t = s.replay->tables();
+    for (const replay::EventRecord& e : t.events)
+      a.points.push_back(t.eventName(e.nameId) + "#" + std::to_string(e.occurrence));
+    std::optional<store::RunSummary> mine;
+    if (!st->has(a.logId)) {
+      replay::Attribution at(t, *s.namer, ex);
+      mine = store::summarize(*s.replay, at);
+      a.notStored = &*mine;
+    }
+    b.addSection({"across-runs", "Across runs", "trends", store::acrossRunsJson(*st, a), -1});
+    b.addRenderer(report::trendsRenderer());
+  }
   std::string page = b.html();
   writeOutput(out, page);
   s.progress->finish();
@@ -131,12 +157,13 @@ int run(Session& s, const VerbOptions& vm) {
 // --frames N was the heap maps' count; events --frames lists frame marks.
 extern const Verb kReportVerb{
     .name = "report",
-    .synopsis = "-o report.html [--compare LOG2] [--at POINT]... [--maps N] [--section FILE]...",
+    .synopsis = "-o report.html [--compare LOG2] [--at POINT]... [--maps N] [--section FILE]... "
+                "[--store FILE|URL [--tag build]]",
     .summary = "one self-contained HTML page: live heap over time, blame, growth, churn, flame "
                "graphs, leak suspects, heap maps",
     .options = options,
     .run = run,
-    .needs = {{"", "output"}},
+    .needs = {{"", "output"}, {"tag", "store"}},
     .renamed = {{.old = "frames", .now = "maps"}}};
 
 }  // namespace heapman::cli

@@ -500,8 +500,16 @@ std::string Builder::html() const {
     }
     sections += "</script>\n";
   }
+  // The renderers' mark is a line of its own, taken out whole when there are none.
+  std::string script = pageScript();
+  const std::string rendererMark = "  /*@HEAPMAN_RENDERERS@*/\n";
+  size_t r = script.find(rendererMark);
+  if (r == std::string::npos) throw std::logic_error("report.js lacks the renderers' mark");
+  std::string renderers;
+  for (const std::string& js : renderers_) renderers += js + (js.ends_with('\n') ? "" : "\n");
+  script.replace(r, rendererMark.size(), renderers);
   const std::pair<std::string, std::string> marks[] = {{"@HEAPMAN_STYLE@", pageStyle()},
-                                                       {"@HEAPMAN_SCRIPT@", pageScript()},
+                                                       {"@HEAPMAN_SCRIPT@", script},
                                                        {"@HEAPMAN_SECTIONS@", sections},
                                                        {"@HEAPMAN_DATA@", json()}};
   // One pass over the template: what is put in is never searched for marks.

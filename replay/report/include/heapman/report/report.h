@@ -84,6 +84,12 @@ class Builder {
     rawSections_.push_back({source, std::move(json)});
   }
 
+  // A renderer of more section kinds: JavaScript put into the page's script where report.js
+  // marks it (/*@HEAPMAN_RENDERERS@*/: after its own `renderers`, with its helpers in scope: el,
+  // sv, table, niceStep, fmtBytes, ...), e.g. `renderers.trends = function (box, data, run, id)
+  // {...};`. Without any, the mark's line is taken out and the page is the page it was.
+  void addRenderer(std::string js) { renderers_.push_back(std::move(js)); }
+
   std::string json() const;  // the document the page reads
   std::string html() const;  // the page, everything inlined
 
@@ -92,6 +98,7 @@ class Builder {
   std::vector<std::string> runs_;  // JSON objects
   std::vector<Section> sections_;
   std::vector<std::pair<std::string, std::string>> rawSections_;
+  std::vector<std::string> renderers_;
 };
 
 // A string as a JSON string (RFC 8259 escaping); forScript: '<' as \u003c too, so that the text
@@ -102,5 +109,8 @@ std::string jsonString(std::string_view s, bool forScript = true);
 const std::string& pageTemplate();
 const std::string& pageScript();
 const std::string& pageStyle();
+// The renderer of "trends" sections (heapman report --store: the runs of a store across a tag,
+// heapman/store/across_runs.h), for Builder::addRenderer.
+const std::string& trendsRenderer();
 
 }  // namespace heapman::report
