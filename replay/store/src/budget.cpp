@@ -98,14 +98,18 @@ struct Value {
   std::string text;
   double number = 0;
   int line = 0;
+  int column = 0;  // JSON: where its key starts (a JSON file may be one line); TOML: 0
 };
 using Section = std::map<std::string, Value>;  // one table of a section
 
 struct Reader {
   std::string name;
-  // "budget.toml:7: " or "budget.json: live[0].max: ".
+  // "budget.toml:7: ", "budget.json:7:12: " or, where the place is not known, "budget.json:
+  // live[0].max: ".
   std::string at(const Value& v, const std::string& path) const {
-    return v.line ? name + ":" + std::to_string(v.line) + ": " : name + ": " + path + ": ";
+    if (!v.line) return name + ": " + path + ": ";
+    return name + ":" + std::to_string(v.line) +
+           (v.column ? ":" + std::to_string(v.column) : std::string()) + ": ";
   }
 };
 
@@ -164,7 +168,8 @@ std::vector<Parsed> readToml(const std::string& text, const std::string& name) {
   try {
     root = toml::parse(text, name);
   } catch (const toml::parse_error& e) {
-    throw BudgetError(name + ":" + std::to_string(e.source().begin.line) + ": " +
+    throw BudgetError(name + ":" + std::to_string(e.source().begin.line) + ":" +
+                      std::to_string(e.source().begin.column) + ": " +
                       std::string(e.description()) + " (the budget is TOML)");
   }
   std::vector<Parsed> out;
@@ -205,32 +210,102 @@ std::vector<Parsed> readToml(const std::string& text, const std::string& name) {
   return out;
 }
 
+// Line and column (1-based, in characters) of a byte of the text.
+std::pair<int, int> placeOf(const std::string& text, size_t byte) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') ++line, column = 1;
+    else if ((static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) ++column;  // UTF-8 starts
+  }
+  return {line, column};
+}
+
+// Where each key of a JSON text starts, by its path as readJson names it ("peak", "peak.max",
+// "live[0]", "live[0].point"). nlohmann/json keeps no positions; the text has parsed, so a walk
+// over its strings and brackets is enough. A key with escapes is named as written.
+std::map<std::string, std::pair<int, int>> jsonKeyPlaces(const std::string& t) {
+  struct Frame {
+    bool object;
+    std::string path, key;
+    size_t index = 0;
+    bool expectKey;
+  };
+  std::vector<Frame> st;
+  std::map<std::string, std::pair<int, int>> out;
+  auto child = [](const Frame& f) {
+    if (f.object) return f.path.empty() ? f.key : f.path + "." + f.key;
+    return f.path + "[" + std::to_string(f.index) + "]";
+  };
+  int line = 1, column = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if ((static_cast<unsigned char>(c) & 0xc0) != 0x80) ++column;
+    if (c == '\n') {
+      ++line, column = 0;
+    } else if (c == '"') {
+      int keyLine = line, keyColumn = column;
+      std::string s;
+      for (++i; i < t.size() && t[i] != '"'; ++i) {
+        if ((static_cast<unsigned char>(t[i]) & 0xc0) != 0x80) ++column;
+        if (t[i] == '\\' && i + 1 < t.size()) s += t[i++], ++column;
+        s += t[i];
+      }
+      ++column;  // the closing quote
+      if (!st.empty() && st.back().object && st.back().expectKey) {
+        st.back().key = s, st.back().expectKey = false;
+        out[child(st.back())] = {keyLine, keyColumn};
+      }
+    } else if (c == '{' || c == '[') {
+      std::string path = st.empty() ? "" : child(st.back());
+      st.push_back({c == '{', path, "", 0, c == '{'});
+    } else if ((c == '}' || c == ']') && !st.empty()) {
+      st.pop_back();
+    } else if (c == ',' && !st.empty()) {
+      if (st.back().object) st.back().expectKey = true;
+      else ++st.back().index;
+    }
+  }
+  return out;
+}
+
 std::vector<Parsed> readJson(const std::string& text, const std::string& name) {
   nlohmann::ordered_json root;  // the rules in the file's order
   try {
     root = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::ordered_json::parse_error& e) {
-    size_t upTo = std::min<size_t>(e.byte ? e.byte - 1 : 0, text.size());
-    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + upTo, '\n'));
-    std::string what = e.what();
-    size_t colon = what.find("parse error");
-    throw BudgetError(name + ":" + std::to_string(line) + ": " +
-                      (colon == std::string::npos ? what : what.substr(colon)) +
+    // e.byte: 1-based, the last byte read (where the error showed).
+    auto [line, column] = placeOf(text, e.byte ? e.byte - 1 : 0);
+    std::string what = e.what();  // "[json.exception.parse_error.101] parse error at line 2,
+                                  // column 5: syntax error while parsing ..."
+    size_t colon = what.find(": ", what.find("parse error"));
+    throw BudgetError(name + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+                      (colon == std::string::npos ? what : what.substr(colon + 2)) +
                       " (the budget is JSON)");
   }
   if (!root.is_object()) throw BudgetError(name + ": the budget is a JSON object of sections");
+  std::map<std::string, std::pair<int, int>> places = jsonKeyPlaces(text);
+  auto at = [&](const std::string& path) {
+    auto it = places.find(path);
+    if (it == places.end()) return name + ": " + path + ": ";
+    return name + ":" + std::to_string(it->second.first) + ":" +
+           std::to_string(it->second.second) + ": ";
+  };
   std::vector<Parsed> out;
   for (auto& [section, node] : root.items()) {
     if (!kKeys.count(section)) {
       std::set<std::string> s;
       for (const auto& [n, _] : kKeys) s.insert(n);
-      throw BudgetError(name + ": unknown section '" + section + "' (known: " + known(s) + ")");
+      throw BudgetError(at(section) + "unknown section '" + section + "' (known: " + known(s) +
+                        ")");
     }
     auto addObject = [&](const nlohmann::ordered_json& o, const std::string& path) {
-      if (!o.is_object())
-        throw BudgetError(name + ": " + path + ": a section holds objects of keys");
+      if (!o.is_object()) throw BudgetError(at(section) + path + ": a section holds objects of keys");
       Parsed p{section, path, 0, {}};
-      for (auto& [k, v] : o.items()) p.keys[k] = fromJson(v);
+      for (auto& [k, v] : o.items()) {
+        Value& x = p.keys[k] = fromJson(v);
+        auto it = places.find(path + "." + k);
+        if (it != places.end()) x.line = it->second.first, x.column = it->second.second;
+      }
       out.push_back(std::move(p));
     };
     if (node.is_array()) {
@@ -253,7 +328,10 @@ Rule toRule(const Parsed& p, const Reader& rd) {
   for (const auto& [k, v] : p.keys)
     if (!allowed.count(k)) {
       unknown.push_back(k);
-      if (!firstUnknown || (v.line && v.line < firstUnknown->line)) firstUnknown = &v;
+      if (!firstUnknown || (v.line && (v.line < firstUnknown->line ||
+                                       (v.line == firstUnknown->line &&
+                                        v.column < firstUnknown->column))))
+        firstUnknown = &v;
     }
   if (!unknown.empty()) {
     std::string names;

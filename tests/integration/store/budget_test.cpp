@@ -107,7 +107,7 @@ TEST_CASE("JSON budgets read as TOML ones") {
   CHECK(verdicts(checkBudget(j, run, &base)) == verdicts(checkBudget(t, run, &base)));
 }
 
-TEST_CASE("a budget that does not parse names the line, unknown keys are named") {
+TEST_CASE("a budget that does not parse names the line and column, unknown keys are named") {
   auto error = [](const std::string& text, bool json = false) {
     try {
       parseBudget(text, json ? "b.json" : "b.toml", json);
@@ -117,7 +117,7 @@ TEST_CASE("a budget that does not parse names the line, unknown keys are named")
     return std::string("(parsed)");
   };
   CHECK(error("[peak]\nheap = \"gc\"\nmax = 3 MiB\n") ==
-        "b.toml:3: Error while parsing key-value pair: expected a comment or whitespace, saw 'M' "
+        "b.toml:3:9: Error while parsing key-value pair: expected a comment or whitespace, saw 'M' "
         "(the budget is TOML)");
   CHECK(error("[peak]\nmax = \"1 MiB\"\nmaximum = 3\nheap_name = \"gc\"\n") ==
         "b.toml:3: unknown keys 'heap_name', 'maximum' in [peak] (known: heap, max, max_growth)");
@@ -134,11 +134,26 @@ TEST_CASE("a budget that does not parse names the line, unknown keys are named")
   CHECK(error("[[growth]]\nsite = \"(\"\nfrom = \"a#1\"\nto = \"a#2\"\nmax = 1\n") ==
         "b.toml:1: b.toml: bad function regex '(': Mismatched '(' and ')' in regular "
         "expression");
+  // JSON: the line and column of the error, of an unknown key or section (where its name
+  // starts; a JSON file may be one line).
   CHECK(error("{\"peak\": {\"max\": 1,\n \"mx\": 2}}", true) ==
-        "b.json: peak: unknown key 'mx' in [peak] (known: heap, max, max_growth)");
+        "b.json:2:2: unknown key 'mx' in [peak] (known: heap, max, max_growth)");
   CHECK(error("{\"peak\": {\"max\": 1\n \"mx\": 2}}", true) ==
-        "b.json:2: parse error at line 2, column 5: syntax error while parsing object - "
-        "unexpected string literal; expected '}' (the budget is JSON)");
+        "b.json:2:5: syntax error while parsing object - unexpected string literal; expected "
+        "'}' (the budget is JSON)");
+  CHECK(error("{\"live\": [{\"point\": \"a#1\", \"max\": 1}, {\"point\": \"a#2\", \"mox\": 1, "
+              "\"mxx\": 2}]}",
+              true) == "b.json:1:56: unknown keys 'mox', 'mxx' in [live] (known: heap, max, "
+                       "max_growth, point)");
+  CHECK(error("{\n  \"peak\": {\"max\": 1},\n  \"gc_pauses\": {\"p99\": \"5 ms\"}\n}", true) ==
+        "b.json:3:3: unknown section 'gc_pauses' (known: garbage, gc_pause, growth, leaks, live, "
+        "peak)");
+  CHECK(error("{\"gc_pause\": {\"p99\": 5}}", true) ==
+        "b.json:1:15: p99: a time is text with its unit (\"5 ms\")");
+  // Columns count characters, not bytes (nlohmann/json's own message says column 30 here).
+  CHECK(error("{\"peak\": {\"max\": \"1 Mi\u00dfB\" \"x\"}}", true) ==
+        "b.json:1:29: syntax error while parsing object - unexpected string literal; expected "
+        "'}' (the budget is JSON)");
 }
 
 TEST_CASE("sizes and times") {

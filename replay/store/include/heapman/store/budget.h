@@ -37,9 +37,10 @@
 //   to = "level_end#4"
 //   max = "1 MiB"
 //
-// Errors (BudgetError, heapman exits 2): the file does not parse ("budget.toml:7: ..." naming
-// the line; JSON: the line of the byte where it failed), an unknown section or key (named, with
-// the line in TOML, and the keys that are known), a value of the wrong kind.
+// Errors (BudgetError, heapman exits 2): the file does not parse ("budget.toml:7:12: ..." naming
+// the line and column; JSON: of the character where it failed), an unknown section or key
+// (named, with its line in TOML, its line and column in JSON, where the name starts, and the
+// keys that are known), a value of the wrong kind (where its key is).
 #pragma once
 
 #include <cstdint>
