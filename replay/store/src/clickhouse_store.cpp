@@ -9,6 +9,8 @@
 // time, the rows of a run by point and time.
 #include <httplib.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <unordered_map>
@@ -122,14 +124,64 @@ const TableDef kTables[] = {
      "start_wall_ns, log_id"},
 };
 
+// %XX escapes of a URL's user or password (a password may hold ':', '@' or '/').
+std::string percentDecoded(const std::string& s, const std::string& url) {  // url: masked
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    auto hex = [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+             : std::isxdigit(static_cast<unsigned char>(c))
+                 ? std::tolower(static_cast<unsigned char>(c)) - 'a' + 10
+                 : -1;
+    };
+    if (i + 2 >= s.size() || hex(s[i + 1]) < 0 || hex(s[i + 2]) < 0)
+      throw StoreError("bad ClickHouse store '" + url +
+                       "': a '%' in the user or password is %XX (%40 for '@', %3A for ':')");
+    out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+    i += 2;
+  }
+  return out;
+}
+
+// The server refused who we said we are (18.16: HTTP 500 with code 192 unknown user, 193 wrong
+// password, 194 a password required; later versions 401/403 and 516).
+bool authenticationRefused(int status, const std::string& body) {
+  if (status == 401 || status == 403) return true;
+  for (const char* code : {"Code: 192", "Code: 193", "Code: 194", "Code: 516"})
+    if (body.find(code) != std::string::npos) return true;
+  return false;
+}
+
 class ClickHouseStore : public Store {
  public:
-  explicit ClickHouseStore(const std::string& url) : url_(url) {
-    // clickhouse://HOST:PORT/DB
+  explicit ClickHouseStore(const std::string& url) : url_(maskedUrl(url)) {
+    // clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB
     std::string rest = url.substr(std::string("clickhouse://").size());
     size_t slash = rest.find('/');
     std::string hostPort = rest.substr(0, slash);
     db_ = slash == std::string::npos ? "" : rest.substr(slash + 1);
+    size_t at = hostPort.rfind('@');
+    std::string password;
+    bool hasPassword = false;
+    if (at != std::string::npos) {
+      std::string userInfo = hostPort.substr(0, at);
+      hostPort = hostPort.substr(at + 1);
+      size_t colon = userInfo.find(':');
+      user_ = percentDecoded(userInfo.substr(0, colon), url_);
+      if (colon != std::string::npos)
+        password = percentDecoded(userInfo.substr(colon + 1), url_), hasPassword = true;
+      if (user_.empty())
+        throw StoreError("bad ClickHouse store '" + url_ +
+                         "': give clickhouse://USER:PASSWORD@HOST:PORT/DB");
+    }
+    // A password kept out of command lines and CI logs: clickhouse://USER@HOST:PORT/DB and the
+    // password in the environment.
+    if (!user_.empty() && !hasPassword)
+      if (const char* env = std::getenv("HEAPMAN_CLICKHOUSE_PASSWORD")) password = env;
     size_t colon = hostPort.rfind(':');
     host_ = hostPort.substr(0, colon);
     int port = 8123;
@@ -139,14 +191,14 @@ class ClickHouseStore : public Store {
         port = std::stoi(hostPort.substr(colon + 1), &used);
         if (used != hostPort.size() - colon - 1 || port <= 0 || port > 65535) throw 0;
       } catch (...) {
-        throw StoreError("bad ClickHouse store '" + url +
+        throw StoreError("bad ClickHouse store '" + url_ +
                          "': give clickhouse://HOST:PORT/DB (the HTTP port, 8123 by default)");
       }
     }
     if (host_.empty() || db_.empty() || db_.find_first_not_of(
                                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                             "0123456789_") != std::string::npos)
-      throw StoreError("bad ClickHouse store '" + url +
+      throw StoreError("bad ClickHouse store '" + url_ +
                        "': give clickhouse://HOST:PORT/DB (DB: letters, digits and '_')");
     client_ = std::make_unique<httplib::Client>(host_, port);
     client_->set_connection_timeout(5);
@@ -157,6 +209,9 @@ class ClickHouseStore : public Store {
     client_->set_tcp_nodelay(true);
     client_->set_read_timeout(120);
     client_->set_write_timeout(120);
+    // HTTP basic authentication: what 18.16's HTTP handler reads (request.hasCredentials());
+    // the X-ClickHouse-User/Key headers came later.
+    if (!user_.empty()) client_->set_basic_auth(user_, password);
     where_ = "ClickHouse at " + host_ + ":" + std::to_string(port);
     setUp();
   }
@@ -390,6 +445,14 @@ class ClickHouseStore : public Store {
     if (res->status != 200) {
       std::string msg = res->body;
       while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      if (authenticationRefused(res->status, msg))
+        throw StoreError(where_ + " refused " +
+                         (user_.empty() ? std::string("the user default (no user given)")
+                                        : "the user " + user_) +
+                         ": a wrong password or an unknown user (HTTP " +
+                         std::to_string(res->status) + ": " + msg +
+                         "); give clickhouse://USER:PASSWORD@HOST:PORT/DB, or the password in "
+                         "HEAPMAN_CLICKHOUSE_PASSWORD; nothing was written");
       throw StoreError(where_ + " refused the request (HTTP " + std::to_string(res->status) +
                        "): " + msg);
     }
@@ -436,7 +499,7 @@ class ClickHouseStore : public Store {
       insert("meta", "schema_version\t" + std::to_string(kSchemaVersion) + "\n");
   }
 
-  std::string url_, host_, db_, where_;
+  std::string url_, host_, db_, where_, user_;  // url_: the password masked
   std::unique_ptr<httplib::Client> client_;
 };
 

@@ -418,10 +418,21 @@ std::unique_ptr<Store> openSqlite(const std::string& path, bool create) {
   return std::make_unique<SqliteStore>(path, create);
 }
 
+std::string maskedUrl(const std::string& where) {
+  size_t scheme = where.find("://");
+  if (scheme == std::string::npos) return where;
+  size_t start = scheme + 3, end = where.find('/', start);
+  size_t at = where.rfind('@', end == std::string::npos ? std::string::npos : end);
+  if (at == std::string::npos || at < start) return where;
+  size_t colon = where.find(':', start);
+  if (colon == std::string::npos || colon > at) return where;  // a user, no password
+  return where.substr(0, colon + 1) + "***" + where.substr(at);
+}
+
 std::unique_ptr<Store> Store::open(const std::string& where, bool create) {
   if (where.rfind("clickhouse://", 0) == 0) return openClickHouse(where);
   if (where.find("://") != std::string::npos)
-    throw StoreError("unknown store '" + where +
+    throw StoreError("unknown store '" + maskedUrl(where) +
                      "': give a SQLite file (runs.sqlite) or clickhouse://HOST:PORT/DB");
   return openSqlite(where, create);
 }

@@ -20,7 +20,8 @@ live bytes there their total; ingest --top 2 keeps 2 blame rows a point. Then:
   - trend on a store that is not there: exit 1, and no empty store left behind.
 With CLICKHOUSE_SERVER (Debian's clickhouse-server), the same 30 logs are ingested 8 at once into a
 server started on free loopback ports with its own directory: 30 runs, trend's series and step
-the same as from SQLite; once it is stopped, an ingest into it exits 1 saying it cannot reach it.
+the same as from SQLite, and as a user with a password (never printed; a wrong one: exit 1, saying
+so); once it is stopped, an ingest into it exits 1 saying it cannot reach it.
 """
 import csv
 import io
@@ -288,7 +289,9 @@ if CLICKHOUSE:
         f.write("""<?xml version="1.0"?>
 <yandex><profiles><default></default></profiles>
 <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
-<profile>default</profile><quota>default</quota></default></users>
+<profile>default</profile><quota>default</quota></default>
+<ci><password>s3cr:t@pw</password><networks><ip>127.0.0.1</ip></networks>
+<profile>default</profile><quota>default</quota></ci></users>
 <quotas><default></default></quotas></yandex>
 """)
     server = subprocess.Popen([CLICKHOUSE, "--config-file=" + os.path.join(ch, "config.xml")],
@@ -317,6 +320,22 @@ if CLICKHOUSE:
         sq, ck = trend_json(STORE), trend_json(STORE_CH)
         if sq is None or sq != ck:
             fail("trend from ClickHouse %s differs from SQLite's %s" % (ck, sq))
+        # A user with a password: the same series; the password never printed; a wrong one is
+        # exit 1 saying so.
+        authed = "clickhouse://ci:s3cr%%3At%%40pw@127.0.0.1:%d/builds" % port
+        if trend_json(authed) != ck:
+            fail("trend as the user ci differs: %s" % (trend_json(authed),))
+        r = run([HEAPMAN, "trend", "--store", authed, "--json", "-"], 0)
+        if "s3cr" in r.stdout + r.stderr or \
+                json.loads(r.stdout or "{}").get("store") != \
+                "clickhouse://ci:***@127.0.0.1:%d/builds" % port:
+            fail("trend as the user ci printed: %r %r" % (r.stdout[:200], r.stderr))
+        r = run([HEAPMAN, "ingest", log_of(1), "--store", authed.replace("s3cr", "wrong"),
+                 "--run-tag", "build=1"], 1)
+        want = ("heapman ingest: ClickHouse at 127.0.0.1:%d refused the user ci: a wrong "
+                "password or an unknown user (HTTP " % port)
+        if not r.stderr.startswith(want) or "wrong%3At" in r.stderr or "wrong:t" in r.stderr:
+            fail("a wrong password: %r" % r.stderr)
     finally:
         server.terminate()
         server.wait(timeout=30)

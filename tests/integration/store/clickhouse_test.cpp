@@ -40,7 +40,8 @@ int freePort() {
 
 class Server {
  public:
-  Server() {
+  // users: more users of users.xml (<name><password>...</password>...</name>).
+  explicit Server(const std::string& users = "") {
     if (std::string(STORE_CLICKHOUSE_SERVER).empty()) {
       std::printf("SKIP: clickhouse-server not found (cmake/deps.sh test installs it)\n");
       std::exit(4);
@@ -64,7 +65,7 @@ class Server {
     std::ofstream(dir_ + "/users.xml")
         << "<?xml version=\"1.0\"?>\n<yandex>\n  <profiles><default></default></profiles>\n"
         << "  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>"
-        << "<profile>default</profile><quota>default</quota></default></users>\n"
+        << "<profile>default</profile><quota>default</quota></default>" << users << "</users>\n"
         << "  <quotas><default></default></quotas>\n</yandex>\n";
     pid_ = fork();
     REQUIRE(pid_ >= 0);
@@ -215,6 +216,59 @@ TEST_CASE("clickhouse: trend's figures of whole runs (GC count, pause p99, leak 
   Server server;
   auto st = Store::open(server.url());
   storetest::checkRunFigures(*st);
+}
+
+TEST_CASE("clickhouse: a user with a password; a wrong one is a clear error that never prints it") {
+  // The password holds ':', '@' and '/': %XX in the URL.
+  Server server("<ci><password>pa:ss@w/rd</password><networks><ip>127.0.0.1</ip></networks>"
+                "<profile>default</profile><quota>default</quota></ci>");
+  std::string host = "127.0.0.1:" + std::to_string(server.port);
+  auto st = Store::open("clickhouse://ci:pa%3Ass%40w%2Frd@" + host + "/runs");
+  REQUIRE(st->put(makeSummary(1, false)));
+  CHECK(st->runs().size() == 1);
+  CHECK(st->describe() == "clickhouse://ci:***@" + host + "/runs");
+  auto refused = [](const std::string& url) {
+    try {
+      Store::open(url)->runs();
+    } catch (const StoreError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(opened)");
+  };
+  for (const char* user : {"ci", "nobody"}) {
+    INFO(user);
+    std::string msg = refused("clickhouse://" + std::string(user) + ":wrong-secret@" + host + "/runs");
+    CHECK(msg.rfind("ClickHouse at " + host + " refused the user " + user +
+                        ": a wrong password or an unknown user (HTTP ",
+                    0) == 0);
+    CHECK(msg.find("nothing was written") != std::string::npos);
+    CHECK(msg.find("wrong-secret") == std::string::npos);
+  }
+  // Without a password in the URL: the environment's.
+  CHECK(refused("clickhouse://ci@" + host + "/runs").find("refused the user ci") !=
+        std::string::npos);
+  setenv("HEAPMAN_CLICKHOUSE_PASSWORD", "pa:ss@w/rd", 1);
+  CHECK(Store::open("clickhouse://ci@" + host + "/runs")->runs().size() == 1);
+  unsetenv("HEAPMAN_CLICKHOUSE_PASSWORD");
+  // Masked in every message about the URL.
+  CHECK(refused("clickhouse://ci:top%secret@" + host + "/runs") ==
+        "bad ClickHouse store 'clickhouse://ci:***@" + host +
+            "/runs': a '%' in the user or password is %XX (%40 for '@', %3A for ':')");
+  CHECK(refused("clickhouse://ci:secret@" + host + "/runs.x") ==
+        "bad ClickHouse store 'clickhouse://ci:***@" + host +
+            "/runs.x': give clickhouse://HOST:PORT/DB (DB: letters, digits and '_')");
+  try {
+    Store::open("mysql://ci:secret@" + host + "/runs");
+    FAIL("opened");
+  } catch (const StoreError& e) {
+    CHECK(std::string(e.what()) == "unknown store 'mysql://ci:***@" + host +
+                                       "/runs': give a SQLite file (runs.sqlite) or "
+                                       "clickhouse://HOST:PORT/DB");
+  }
+  CHECK(maskedUrl("clickhouse://ci@h:1/db") == "clickhouse://ci@h:1/db");
+  CHECK(maskedUrl("clickhouse://h:1/db") == "clickhouse://h:1/db");
+  CHECK(maskedUrl("clickhouse://ci:p@ss@h:1/db") == "clickhouse://ci:***@h:1/db");
+  CHECK(maskedUrl("runs@home.sqlite") == "runs@home.sqlite");
 }
 
 TEST_CASE("clickhouse: a server that is down is a clear error") {

@@ -59,7 +59,9 @@ struct FigureValue {
 class Store {
  public:
   virtual ~Store() = default;
-  // "clickhouse://HOST:PORT/DB", else a SQLite file, made when missing if `create` (ingest;
+  // "clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB" (the password %XX-escaped where it holds ':',
+  // '@' or '/'; without one, HEAPMAN_CLICKHOUSE_PASSWORD's; never printed: maskedUrl), else a
+  // SQLite file, made when missing if `create` (ingest;
   // the readers, trend and check, refuse a file that is not there: a typo would otherwise leave
   // an empty store behind). Throws StoreError.
   static std::unique_ptr<Store> open(const std::string& where, bool create = true);
@@ -79,6 +81,9 @@ class Store {
   virtual std::map<std::string, uint64_t> rowCounts() = 0;
   virtual std::string describe() const = 0;  // for messages: the file, or the server and database
 };
+
+// A store's URL fit to print: the password of clickhouse://USER:PASSWORD@... as ***.
+std::string maskedUrl(const std::string& where);
 
 std::unique_ptr<Store> openSqlite(const std::string& path, bool create = true);
 std::unique_ptr<Store> openClickHouse(const std::string& url);
