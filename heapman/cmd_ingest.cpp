@@ -1,7 +1,10 @@
 // heapman ingest LOG... --store S [--run-tag KEY=VALUE]...: each log's summary
 // (replay/store/include/heapman/store/summary.h) written to a store of many runs, for
 // `heapman trend` and `heapman check --baseline-run`. Every log is summarized before anything is
-// written: one that is corrupt, damaged or unreadable stops the command with nothing written.
+// written: one that is corrupt, damaged or unreadable stops the command with nothing written, and
+// so does one cut short (no footer: its recorder died, or it is being written) unless
+// --allow-partial: then it is a partial run, its id the recording's and ".pN" (N events read),
+// which the complete log of the recording, ingested later, replaces (store.h, Store::put).
 #include "heapman/store/store.h"
 #include "session.h"
 
@@ -17,7 +20,9 @@ void options(po::options_description& o, po::positional_options_description& pos
       "run-tag", po::value<std::vector<std::string>>()->value_name("KEY=VALUE"),
       "a tag of the runs (repeatable): build=4812, platform=linux")(
       "at-each", po::value<std::string>()->value_name("EVENT"),
-      "the repeating event to take blame at (default: the event named most often)");
+      "the repeating event to take blame at (default: the event named most often)")(
+      "allow-partial",
+      "store a log cut short (no footer) as a partial run, which its complete log replaces");
   pos.add("logs", -1);
   addTopOption(o, 100, "rows of blame, types and churn at each point");
   addFrameOptions(o);
@@ -47,6 +52,7 @@ int run(const std::string& first, const VerbOptions& vm) {
   so.top = topOf(vm);
   replay::Exclusions ex = exclusionsOf(vm);
   bool symbolize = !vm.count("no-symbols");
+  bool allowPartial = vm.count("allow-partial") > 0;
   OutputOptions out = outputOptions(vm);
 
   // Summaries first: a bad log stops everything before the store is touched.
@@ -58,9 +64,16 @@ int run(const std::string& first, const VerbOptions& vm) {
       throw std::runtime_error(log + " is damaged (" + s->replay->damage()->what() +
                                "): nothing was written; run `heapman verify " + log +
                                "` for details, and record it again");
-    if (!s->replay->reader().end().complete)
-      warnings.push_back(log + " is incomplete (" + s->replay->reader().end().reason +
-                         "): its summary covers the part written");
+    if (!s->replay->reader().end().complete) {
+      const std::string& why = s->replay->reader().end().reason;
+      if (!allowPartial)
+        throw std::runtime_error(
+            log + " is cut short (" + why + "): its figures would be those of the part "
+            "written, not of the run; nothing was written. Ingest the complete log, or give "
+            "--allow-partial to store it as a partial run (the complete log replaces it)");
+      warnings.push_back(log + " is cut short (" + why + "): a partial run of the " +
+                         num(s->replay->tables().eventCount) + " events written");
+    }
     s->progress->restart("summarizing " + log);
     replay::Attribution a(s->replay->tables(), *s->namer, ex);
     store::RunSummary sum = store::summarize(*s->replay, a, so);
@@ -82,7 +95,14 @@ int run(const std::string& first, const VerbOptions& vm) {
   for (size_t i = 0; i < logs.size(); ++i) {
     const store::RunSummary& s = summaries[i];
     bool written = st->put(s);
-    t.add({logs[i], s.run.logId, written ? "ingested" : "already stored", num(s.gcs.size()),
+    bool partial = !store::partialOf(s.run.logId).empty();
+    t.add({logs[i], s.run.logId,
+           !written  ? (partial && st->has(store::partialOf(s.run.logId))
+                            ? "complete run stored"
+                            : "already stored")
+           : partial ? "ingested (partial)"
+                     : "ingested",
+           num(s.gcs.size()),
            num(s.points.size()), num(s.sites.size()), num(s.leaks.size())});
   }
   r.tables.push_back(std::move(t));
@@ -94,7 +114,8 @@ int run(const std::string& first, const VerbOptions& vm) {
 
 extern const Verb kIngestVerb{
     .name = "ingest",
-    .synopsis = "[LOG...] --store FILE|URL [--run-tag KEY=VALUE]... [--at-each EVENT] [--top 100]",
+    .synopsis = "[LOG...] --store FILE|URL [--run-tag KEY=VALUE]... [--at-each EVENT] [--top 100] "
+                "[--allow-partial]",
     .summary = "write each log's summary to a store of many runs (SQLite file, ClickHouse)",
     .options = options,
     .runFile = run,

@@ -130,7 +130,7 @@ int run(Session& s, const VerbOptions& vm) {
     auto st = store::Store::open(vm["store"].as<std::string>(), false);
     store::AcrossRuns a;
     a.tagKey = vm["tag"].as<std::string>();
-    a.logId = store::logId(s.replay->reader().header());
+    a.logId = store::logIdOf(*s.replay);
     const replay::LogTables& t = s.replay->tables();
     for (const replay::EventRecord& e : t.events)
       a.points.push_back(t.eventName(e.nameId) + "#" + std::to_string(e.occurrence));

@@ -224,7 +224,8 @@ class ClickHouseStore : public Store {
   }
 
   bool put(const RunSummary& s) override {
-    if (has(s.run.logId)) return false;
+    std::string recording = partialOf(s.run.logId);
+    if (has(s.run.logId) || (!recording.empty() && has(recording))) return false;
     std::random_device rd;
     char ingest[33];
     std::snprintf(ingest, sizeof ingest, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
@@ -427,10 +428,12 @@ class ClickHouseStore : public Store {
 
  private:
   std::string t(const char* table) const { return db_ + "." + table; }
-  // The rows of the completed ingests, one per log.
+  // The rows of the completed ingests, one per log; not those of a partial run (a log cut
+  // short: ID.pN) whose recording's complete run is there (it replaces them).
   std::string chosenOf(const std::string& prefix) const {
     return "(" + prefix + "log_id, " + prefix + "ingest_id) IN (SELECT log_id, min(ingest_id) FROM " +
-           t("completed") + " GROUP BY log_id)";
+           t("completed") + " WHERE NOT (position(log_id, '.p') = 17 AND substring(log_id, 1, 16) "
+           "IN (SELECT log_id FROM " + t("completed") + ")) GROUP BY log_id)";
   }
   std::string chosen() const { return chosenOf(""); }
 

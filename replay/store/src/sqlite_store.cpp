@@ -139,9 +139,20 @@ class SqliteStore : public Store {
   bool put(const RunSummary& s) override {
     exec("BEGIN IMMEDIATE");
     try {
-      if (has(s.run.logId)) {
+      std::string recording = partialOf(s.run.logId);
+      if (has(s.run.logId) || (!recording.empty() && has(recording))) {
         exec("ROLLBACK");
         return false;
+      }
+      if (recording.empty()) {  // the partial runs of this recording go
+        for (const char* table : {"tags", "gcs", "points", "sites", "types", "churn", "leaks"}) {
+          std::string sql = std::string("DELETE FROM ") + table +
+                            " WHERE run IN (SELECT run FROM runs WHERE log_id GLOB ?)";
+          Stmt del(db_, sql.c_str(), where());
+          del.bind(1, s.run.logId + ".p*").run();
+        }
+        Stmt del(db_, "DELETE FROM runs WHERE log_id GLOB ?", where());
+        del.bind(1, s.run.logId + ".p*").run();
       }
       const RunInfo& r = s.run;
       Stmt ins(db_,

@@ -66,6 +66,16 @@ std::string logId(const log::Header& h) {
   return hex;
 }
 
+std::string logIdOf(replay::Replay& r) {
+  std::string id = logId(r.reader().header());
+  if (!r.reader().end().complete) id += ".p" + std::to_string(r.tables().eventCount);
+  return id;
+}
+
+std::string partialOf(const std::string& id) {
+  return id.size() > 18 && id.compare(16, 2, ".p") == 0 ? id.substr(0, 16) : "";
+}
+
 namespace {
 
 // Live bytes and objects per heap kind as seek() moves forward, and each one's peak.
@@ -118,7 +128,7 @@ RunSummary summarize(replay::Replay& r, replay::Attribution& a, const SummaryOpt
   const log::Header& h = r.reader().header();
   RunSummary s;
   RunInfo& run = s.run;
-  run.logId = logId(h);
+  run.logId = logIdOf(r);
   run.program = h.executable;
   run.commandLine = joined(h.commandLine, " ");
   std::vector<std::string> opts;

@@ -16,6 +16,8 @@ live bytes there their total; ingest --top 2 keeps 2 blame rows a point. Then:
     has one failure exactly where the exit says so;
   - a corrupt log is refused (exit 1) before anything is written: with a good new log before it
     in the same command, the store's row counts do not change;
+  - a log cut short is refused (exit 1) unless --allow-partial: then a partial run (ID.pN), once,
+    which the complete log replaces; the cut log after it is not written;
   - a budget with unknown keys: exit 2, the keys and the line named;
   - trend on a store that is not there: exit 1, and no empty store left behind.
 With CLICKHOUSE_SERVER (Debian's clickhouse-server), the same 30 logs are ingested 8 at once into a
@@ -27,6 +29,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -236,6 +239,57 @@ if "corrupt.hml is damaged" not in r.stderr or "nothing was written" not in r.st
     fail("a corrupt log: %r" % r.stderr)
 if counts() != before:
     fail("a corrupt log changed the store: %s -> %s" % (before, counts()))
+# A log cut short (its recorder died, or copied while it was written): refused unless
+# --allow-partial; then a partial run, its id the recording's and ".pN", which the complete log
+# replaces; after that, the cut copy is not written again.
+record_long = [HEAPREC, "run", "-o", os.path.join(WORK, "long.hml"), "--", GC_GAME, "6", "150", "32"]
+run(record_long, 0)
+whole = os.path.join(WORK, "long.hml")
+cut = os.path.join(WORK, "cut.hml")
+with open(whole, "rb") as f, open(cut, "wb") as g:
+    g.write(f.read()[:os.path.getsize(whole) * 6 // 10])
+PSTORE = os.path.join(WORK, "partial.sqlite")
+
+
+def pingest(log, *extra, rc=0):
+    r = run([HEAPMAN, "ingest", log, "--store", PSTORE, "--run-tag", "build=32", "--json", "-"] +
+            list(extra), rc)
+    return json.loads(r.stdout)["runs"][0] if r.returncode == 0 and rc == 0 else r
+
+
+def pruns():
+    db = sqlite3.connect(PSTORE)
+    out = ([x[0] for x in db.execute("SELECT log_id FROM runs ORDER BY log_id")],
+           db.execute("SELECT COUNT(*) FROM tags").fetchone()[0],
+           db.execute("SELECT COUNT(*) FROM gcs").fetchone()[0])
+    db.close()
+    return out
+
+
+pingest(log_of(2))  # another recording, untouched by what follows
+r = pingest(cut, rc=1)
+if "cut.hml is cut short" not in r.stderr or "nothing was written" not in r.stderr or \
+        "--allow-partial" not in r.stderr:
+    fail("a log cut short without --allow-partial: %r" % r.stderr)
+if len(pruns()[0]) != 1:
+    fail("a refused cut log was written: %s" % (pruns(),))
+p = pingest(cut, "--allow-partial")
+if not isinstance(p, dict) or p["status"] != "ingested (partial)" or \
+        not re.fullmatch(r"[0-9a-f]{16}\.p[1-9][0-9]*", p["run"]):
+    fail("a partial ingest: %s" % (p,))
+elif pingest(cut, "--allow-partial").get("status") != "already stored":
+    fail("the same cut log twice")
+w = pingest(whole)
+if isinstance(p, dict) and isinstance(w, dict):
+    if w["status"] != "ingested" or p["run"] != w["run"] + ".p" + p["run"].split(".p")[1]:
+        fail("the complete log after its partial run: %s, %s" % (w, p))
+    other = pruns()[0]
+    if len(other) != 2 or w["run"] not in other or p["run"] in other:
+        fail("the complete log did not replace its partial run: %s" % other)
+    before = pruns()
+    if pingest(cut, "--allow-partial").get("status") != "complete run stored" or pruns() != before:
+        fail("the cut log after its complete one was written: %s" % (pruns(),))
+
 missing = os.path.join(WORK, "typo.sqlite")
 r = run([HEAPMAN, "trend", "--store", missing], 1)
 if r.stderr.strip() != "heapman trend: no store at %s: heapman ingest LOG --store %s makes it" % (

@@ -271,6 +271,12 @@ TEST_CASE("clickhouse: a user with a password; a wrong one is a clear error that
   CHECK(maskedUrl("runs@home.sqlite") == "runs@home.sqlite");
 }
 
+TEST_CASE("clickhouse: a log cut short is a partial run, replaced by its complete log") {
+  Server server;
+  auto st = Store::open(server.url());
+  storetest::checkPartialRuns(*st);
+}
+
 TEST_CASE("clickhouse: a server that is down is a clear error") {
   int port = freePort();  // nothing listens there
   std::string url = "clickhouse://127.0.0.1:" + std::to_string(port) + "/runs";

@@ -118,6 +118,12 @@ TEST_CASE("the step: the least-squares split, against the noise") {
   CHECK_FALSE(findStep(tiny).found);
 }
 
+TEST_CASE("a log cut short is a partial run, replaced by its complete log") {
+  TempDir d;
+  auto st = Store::open(d.path + "/runs.sqlite");
+  storetest::checkPartialRuns(*st);
+}
+
 TEST_CASE("trend: the figures of whole runs (GC count, pause p99, leak counts)") {
   TempDir d;
   auto st = Store::open(d.path + "/runs.sqlite");

@@ -1,6 +1,7 @@
 // What the store's tests share: the rows a summary makes in each table, writers racing into
-// one store, a writer killed mid-run (a SQLite file or a ClickHouse server, by its URL), and the
-// figures of whole runs (GC count, pause p99, leak counts) a store gives trend.
+// one store, a writer killed mid-run (a SQLite file or a ClickHouse server, by its URL), the
+// figures of whole runs (GC count, pause p99, leak counts) a store gives trend, and partial runs
+// (logs cut short) replaced by their complete run.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -149,6 +151,52 @@ inline void checkRunFigures(heapman::store::Store& st) {
   t = trend(st, "build", q);
   CHECK(t.rows[15].value == 1);
   CHECK(t.rows[16].value == 2);
+}
+
+// Partial runs (ID.pN, logs cut short) of a recording sit beside each other until its complete
+// run comes, which replaces them; after it, a partial one is not written. Another recording's
+// runs are untouched.
+inline void checkPartialRuns(heapman::store::Store& st) {
+  using namespace heapman::store;
+  RunSummary other = makeSummary(2, false), whole = makeSummary(17, true);
+  RunSummary cut = makeSummary(17, false, 2), cut2 = makeSummary(17, false, 3);
+  cut.run.logId = whole.run.logId + ".p1200";
+  cut2.run.logId = whole.run.logId + ".p1800";
+  CHECK(partialOf(cut.run.logId) == whole.run.logId);
+  CHECK(partialOf(whole.run.logId).empty());
+  auto ids = [&] {
+    std::vector<std::string> v;
+    for (const StoredRun& r : st.runs()) v.push_back(r.logId);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto rows = [](std::initializer_list<const RunSummary*> runs) {
+    std::map<std::string, uint64_t> want;
+    for (const RunSummary* r : runs)
+      for (auto [t, n] : rowsOf(*r)) want[t] += n;
+    return want;
+  };
+  REQUIRE(st.put(other));
+  REQUIRE(st.put(cut));
+  CHECK_FALSE(st.put(cut));  // the same cut-short copy once
+  REQUIRE(st.put(cut2));     // cut later: a run of its own, until the complete one comes
+  CHECK(ids() == std::vector<std::string>{other.run.logId, cut.run.logId, cut2.run.logId});
+  CHECK(st.rowCounts() == rows({&other, &cut, &cut2}));
+  FigureQuery q;
+  q.point = "level_end#2";
+  CHECK(trend(st, "build", q).rows.size() == 3);
+  REQUIRE(st.put(whole));
+  CHECK(ids() == std::vector<std::string>{other.run.logId, whole.run.logId});
+  CHECK(st.rowCounts() == rows({&other, &whole}));
+  TrendResult t = trend(st, "build", q);
+  REQUIRE(t.rows.size() == 2);
+  CHECK(t.rows[1].logId == whole.run.logId);
+  CHECK(t.rows[1].value == 600'000 + 10'240 + 704);
+  RunSummary late = cut;
+  late.run.logId = whole.run.logId + ".p2400";
+  CHECK_FALSE(st.put(late));  // the complete run is there
+  CHECK_FALSE(st.has(late.run.logId));
+  CHECK(st.load({"build", "17"})->run.logId == whole.run.logId);
 }
 
 }  // namespace storetest

@@ -66,7 +66,10 @@ class Store {
   // an empty store behind). Throws StoreError.
   static std::unique_ptr<Store> open(const std::string& where, bool create = true);
 
-  // Writes a run; false (nothing written) when its log id is already stored.
+  // Writes a run; false (nothing written) when its log id is already stored, or when it is a
+  // partial run (a log cut short: partialOf) whose recording's complete run is. A complete run
+  // replaces the partial runs of its recording (SQLite deletes them in its transaction;
+  // ClickHouse's readers no longer see them).
   virtual bool put(const RunSummary& s) = 0;
   virtual bool has(const std::string& logId) = 0;
   // Every completed run.

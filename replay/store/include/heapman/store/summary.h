@@ -119,6 +119,13 @@ struct SummaryOptions {
 // The id of the recording a log holds: a hash of its header (program, pid, host, start times),
 // 16 hex digits. Equal for the same log, and for a copy of it.
 std::string logId(const log::Header& h);
+// The id of what the replay has read, the run's id in a store: logId() of a complete log; of one
+// cut short (no footer: its recorder died, or it was copied while being written) that id and
+// ".pN", N the events read, so that the same cut-short copy is one run and the complete log of
+// the recording is another, which replaces it (Store::put).
+std::string logIdOf(replay::Replay& r);
+// The recording of a partial run's id (its first 16 digits); "" for a complete run's.
+std::string partialOf(const std::string& id);
 
 // The p99 of some GC pauses by nearest rank: the smallest with at least 99% of them at or below
 // it; 0 for none. What the budget's [gc_pause] p99 and trend's FigureKind::kGcPauseP99 compute.
