@@ -1,5 +1,6 @@
 // heapman trend [LOG] --store S [--tag build] [--point POINT] [--heap HEAP] [--site REGEX | --type
-// REGEX] [--png FILE]: a figure of every stored run, in the order of a tag, and the run where it
+// REGEX] [--figure NAME] [--png FILE]: a figure of every stored run (live bytes, or one of the
+// whole run: GC count, pause p99, leak counts), in the order of a tag, and the run where it
 // stepped up (replay/store/include/heapman/store/trend.h: the least-squares change-point), as a
 // table and as a bar chart. With a LOG (a CI job's own run, not stored) its figure comes last, as
 // the newest run.
@@ -30,7 +31,10 @@ void options(po::options_description& o, po::positional_options_description&) {
       "type", po::value<std::string>()->value_name("REGEX"), "the types that match, at --point")(
       "at-each", po::value<std::string>()->value_name("EVENT"),
       "with a LOG: its repeating event (default: the event named most often)")(
-      "png", po::value<std::string>()->value_name("FILE"), "the series as a bar chart (PNG)");
+      "png", po::value<std::string>()->value_name("FILE"), "the series as a bar chart (PNG)")(
+      "figure",
+      po::value<std::string>()->value_name("gc-count|gc-pause-p99|leak-suspects|growing-sites"),
+      "a figure of the whole run instead of live bytes (gc-pause-p99: nearest rank, ns)");
   addFrameOptions(o);
   addOutputOptions(o);
 }
@@ -44,6 +48,31 @@ int run(const std::string& log, const VerbOptions& vm) {
   if (vm.count("site")) q.siteRegex = vm["site"].as<std::string>();
   if (vm.count("type")) q.typeRegex = vm["type"].as<std::string>();
   if (!q.point.empty()) replay::parsePoint(q.point);
+  // What a figure of the whole run is called, and its unit.
+  struct Kind {
+    const char* name;
+    store::FigureKind kind;
+    const char* what;
+    const char* unit;
+  };
+  static const Kind kKinds[] = {
+      {"gc-count", store::FigureKind::kGcCount, "GC count", "count"},
+      {"gc-pause-p99", store::FigureKind::kGcPauseP99, "GC pause p99", "ns"},
+      {"leak-suspects", store::FigureKind::kLeakSuspects, "leak suspects", "count"},
+      {"growing-sites", store::FigureKind::kGrowingSites, "growing sites", "count"}};
+  const Kind* kind = nullptr;
+  if (vm.count("figure")) {
+    std::string name = vm["figure"].as<std::string>(), known;
+    for (const Kind& k : kKinds) {
+      if (name == k.name) kind = &k;
+      known += (known.empty() ? "" : ", ") + std::string(k.name);
+    }
+    if (!kind) throw UsageError("--figure " + name + ": not a figure (" + known + ")");
+    for (const char* o : {"point", "heap", "site", "type"})
+      if (vm.count(o))
+        throw UsageError(std::string("--") + o + " is about live bytes: not with --figure " + name);
+    q.kind = kind->kind;
+  }
   std::string tag = vm["tag"].as<std::string>();
   OutputOptions out = outputOptions(vm);
   std::string png = vm.count("png") ? vm["png"].as<std::string>() : "";
@@ -67,7 +96,8 @@ int run(const std::string& log, const VerbOptions& vm) {
       store::trend(*st, tag, q, current ? &*current : nullptr, current ? log : "");
 
   std::string figure =
-      !q.siteRegex.empty()   ? "bytes of the sites matching '" + q.siteRegex + "' at " + q.point
+      kind                   ? std::string(kind->what)
+      : !q.siteRegex.empty()   ? "bytes of the sites matching '" + q.siteRegex + "' at " + q.point
       : !q.typeRegex.empty() ? "bytes of the types matching '" + q.typeRegex + "' at " + q.point
       : q.point.empty()      ? std::string("peak live bytes")
                              : "live bytes at " + q.point;
@@ -78,18 +108,20 @@ int run(const std::string& log, const VerbOptions& vm) {
   const store::Step& s = t.step;
   if (s.found) {
     uint64_t rise = static_cast<uint64_t>(std::llround(s.after - s.before));
-    r.meta.push_back({"step", tag + " " + t.rows[s.at].tag + ": +" + num(rise) + " bytes (" +
-                                  store::bytesText(static_cast<uint64_t>(std::llround(s.before))) +
-                                  " -> " +
-                                  store::bytesText(static_cast<uint64_t>(std::llround(s.after))) +
-                                  " on average; noise " +
-                                  store::bytesText(static_cast<uint64_t>(std::llround(s.noise))) +
-                                  ")"});
+    std::string unit = kind ? kind->unit : "bytes";
+    auto text = [&](double v) {
+      uint64_t x = static_cast<uint64_t>(std::llround(v));
+      return unit == "bytes" ? store::bytesText(x) : unit == "ns" ? store::nanosText(x) : num(x);
+    };
+    r.meta.push_back({"step", tag + " " + t.rows[s.at].tag + ": +" + num(rise) + " " + unit +
+                                  " (" + text(s.before) + " -> " + text(s.after) +
+                                  " on average; noise " + text(s.noise) + ")"});
   } else {
     r.meta.push_back({"step", "none (no rise above 3x the noise)"});
   }
   r.warnings = t.warnings;
-  Table tab{"runs", {{tag}, {"run"}, {"bytes", true}, {"change", true}, {"step"}}, {}};
+  Table tab{"runs", {{tag}, {"run"}, {kind ? kind->unit : "bytes", true}, {"change", true}, {"step"}},
+            {}};
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const store::TrendRow& row = t.rows[i];
     std::string change =
@@ -100,7 +132,7 @@ int run(const std::string& log, const VerbOptions& vm) {
   emit(r, out);
   if (!png.empty()) {
     try {
-      map::writePng(png, store::trendChart(t, figure + " by " + tag));
+      map::writePng(png, store::trendChart(t, figure + " by " + tag, kind ? kind->unit : "bytes"));
     } catch (const map::MapError& e) {
       throw OutputError(std::string("writing ") + png + " failed: " + e.what());
     }
@@ -113,7 +145,7 @@ int run(const std::string& log, const VerbOptions& vm) {
 extern const Verb kTrendVerb{
     .name = "trend",
     .synopsis = "[LOG] --store FILE|URL [--tag build] [--point POINT] [--heap HEAP] "
-                "[--site REGEX | --type REGEX] [--png FILE]",
+                "[--site REGEX | --type REGEX] [--figure NAME] [--png FILE]",
     .summary = "a figure across the stored runs in a tag's order, and the run where it stepped up",
     .options = options,
     .runFile = run,

@@ -16,7 +16,10 @@ constexpr map::Rgb kMeanBefore = 0x1f3f7a, kMeanAfter = 0xa03010;
 
 }  // namespace
 
-map::Image trendChart(const TrendResult& t, const std::string& title) {
+map::Image trendChart(const TrendResult& t, const std::string& title, const std::string& unit) {
+  auto valueText = [&](uint64_t v) {
+    return unit == "bytes" ? bytesText(v) : unit == "ns" ? nanosText(v) : std::to_string(v);
+  };
   map::Image img(kChartWidth, kChartHeight, kBackground);
   int x0 = kLeft, x1 = kChartWidth - kRight, y0 = kTop, y1 = kChartHeight - kBottom;
   map::drawText(img, kLeft, 8, map::fitText(title, static_cast<size_t>((x1 - x0) / map::kCellWidth)),
@@ -47,7 +50,7 @@ map::Image trendChart(const TrendResult& t, const std::string& title) {
     img.fill(x0, yOf(t.step.before) - 1, split - x0, 2, kMeanBefore);
     img.fill(split, yOf(t.step.after) - 1, x1 - split, 2, kMeanAfter);
   }
-  std::string high = bytesText(top);
+  std::string high = valueText(top);
   map::drawText(img, std::max(0, x0 - 6 - map::textWidth(high)), y0, high, kText);
   map::drawText(img, x0 - 6 - map::textWidth("0"), y1 - map::kCellHeight + 2, "0", kText);
   auto label = [&](size_t i, const std::string& text, int row) {
@@ -59,7 +62,7 @@ map::Image trendChart(const TrendResult& t, const std::string& title) {
   if (n > 1) label(n - 1, t.rows.back().tag, 0);
   if (t.step.found)
     label(t.step.at, "step: " + t.tagKey + " " + t.rows[t.step.at].tag + ", +" +
-                         bytesText(static_cast<uint64_t>(std::llround(t.step.after - t.step.before))),
+                         valueText(static_cast<uint64_t>(std::llround(t.step.after - t.step.before))),
           1);
   return img;
 }

@@ -11,6 +11,8 @@ blame and types at level_end#2 and at the end are heapman blame's and heapman ty
 live bytes there their total; ingest --top 2 keeps 2 blame rows a point. Then:
   - trend --point level_end#3 --site recordInput names build 17 as the step, +15360 bytes
     (3 levels x 20 frames x 256 bytes), 0 before it; its --png chart is an 800x360 PNG;
+    trend --figure gc-count is heapman gcs' count of each log, gc-pause-p99 the nearest rank of
+    the stored pauses;
   - check with a budget (recordInput grows at most 1 KiB from level_end#1 to level_end#4) fails
     builds 17-30 (exit 1) and passes 1-16 (exit 0); its JUnit XML, read by python's xml module,
     has one failure exactly where the exit says so;
@@ -164,6 +166,24 @@ if r.returncode == 0:
         fail("trend marks %s as the step, expected build 17" % steps)
     if not t["step"].startswith("build 17: +15360 bytes"):
         fail("trend's step line: %r" % t["step"])
+# Figures of the whole run: GC count as heapman gcs counts each log, pause p99 by nearest rank
+# over the stored pauses; --figure with a live-bytes option, or an unknown one, is exit 2.
+db = sqlite3.connect(STORE)
+pauses = {}
+for build, pause in db.execute("SELECT t.value, g.pause_ns FROM gcs g JOIN tags t ON t.run = g.run "
+                               "AND t.key = 'build'"):
+    pauses.setdefault(build, []).append(pause)
+db.close()
+p99 = {b: sorted(v)[-(-99 * len(v) // 100) - 1] for b, v in pauses.items()}
+for fig, unit, want in (("gc-count", "count", {str(b): int(json.loads(run(
+        [HEAPMAN, "gcs", log_of(b), "--json", "-"], 0).stdout)["count"]) for b in BUILDS}),
+                        ("gc-pause-p99", "ns", p99)):
+    r = run([HEAPMAN, "trend", "--store", STORE, "--figure", fig, "--json", "-"], 0)
+    got = {x["build"]: x[unit] for x in json.loads(r.stdout or '{"runs": []}')["runs"]}
+    if got != want:
+        fail("trend --figure %s: %s, expected %s" % (fig, got, want))
+run([HEAPMAN, "trend", "--store", STORE, "--figure", "gc-count", "--point", "end"], 2)
+run([HEAPMAN, "trend", "--store", STORE, "--figure", "gc-counts"], 2)
 CHART = os.path.join(WORK, "trend.png")
 r = run([HEAPMAN, "trend", "--store", STORE, "--point", "level_end#3", "--site", "recordInput",
          "--png", CHART], 0)

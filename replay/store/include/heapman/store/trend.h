@@ -54,6 +54,8 @@ TrendResult trend(Store& s, const std::string& tagKey, const FigureQuery& q,
 // highest value and 0 on the left, the first and last tags and the step's under the bars.
 inline constexpr int kChartWidth = 800, kChartHeight = 360;
 inline constexpr map::Rgb kChartBefore = 0x4c72b0, kChartAfter = 0xdd8452;
-map::Image trendChart(const TrendResult& t, const std::string& title);
+// unit: "bytes", "ns" or "count", how the values are written.
+map::Image trendChart(const TrendResult& t, const std::string& title,
+                      const std::string& unit = "bytes");
 
 }  // namespace heapman::store
