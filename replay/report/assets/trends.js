@@ -5,7 +5,7 @@
   // rise, noise}, warnings}], "notes"} (heapman/store/across_runs.h). A bar chart per figure
   // (the live bytes at the log's custom events share one, with a menu), the runs from the step
   // on in another colour with the means either side, this log's bar outlined; then one table of
-  // every figure per run.
+  // every figure per run (a dash where a run has none: no leak figures without a repeated event).
   renderers.trends = function (box, data) {
     const figs = data.figures || [];
     const thisId = data.thisLog ? data.thisLog.logId : '';
@@ -105,8 +105,8 @@
     }
     const stepOf = (id) => cols.filter((f) => f.step && f.step.logId === id).map((f) => f.name).join(', ');
     const columns = [{name: data.tag, get: (r) => r.tag}, {name: 'run', get: (r) => r.id + (r.id === thisId ? ' (this log)' : '')}]
-      .concat(cols.map((f) => ({name: f.name, numeric: true, get: (r) => r.v[f.id] === undefined ? 0 : r.v[f.id],
-        fmt: f.unit === 'ns' ? fmtTime : fmtNum})))
+      .concat(cols.map((f) => ({name: f.name, numeric: true, get: (r) => r.v[f.id] === undefined ? null : r.v[f.id],
+        fmt: (v) => v === null ? '\u2014' : f.unit === 'ns' ? fmtTime(v) : fmtNum(v)})))  // —: the run has no such figure
       .concat([{name: 'step of', get: (r) => stepOf(r.id)}]);
     box.append(table(columns, order.map((id) => byRun.get(id)), {name: 'trend-runs',
       attrs: (r) => ({'data-log-id': r.id, 'data-this-log': r.id === thisId ? '1' : null})}));

@@ -313,12 +313,14 @@ class ClickHouseStore : public Store {
     std::string point = fq.point.empty() ? "peak" : fq.point;
     bool allHeaps = fq.heap.empty() || fq.heap == "all";
     FigureKind kind = fq.kind;
+    bool leak = kind == FigureKind::kLeakSuspects || kind == FigureKind::kGrowingSites;
     for (auto& row : rowsOf(query(std::string("SELECT log_id, ") +
                                   (kind == FigureKind::kGcCount ? "gc_count" : "peak_bytes") +
-                                  " FROM " + t("runs") + " WHERE " + chosen() +
+                                  ", repetitions FROM " + t("runs") + " WHERE " + chosen() +
                                   " ORDER BY start_wall_ns, log_id"))) {
       byId[row.at(0)] = out.size();
-      out.push_back({row.at(0), true, u64(row.at(1))});
+      // The leak finder ran only with 3 repetitions or more: a run with fewer has no leak figure.
+      out.push_back({row.at(0), !leak || u64(row.at(2)) >= 3, u64(row.at(1))});
     }
     if (kind == FigureKind::kGcCount) return out;
     if (kind == FigureKind::kGcPauseP99) {
@@ -331,7 +333,7 @@ class ClickHouseStore : public Store {
       for (size_t i = 0; i < out.size(); ++i) out[i].value = pauseP99(std::move(pauses[i]));
       return out;
     }
-    if (kind == FigureKind::kLeakSuspects || kind == FigureKind::kGrowingSites) {
+    if (leak) {
       for (FigureValue& v : out) v.value = 0;
       for (auto& row : rowsOf(query(
                "SELECT log_id, count() FROM " + t("leaks") + " WHERE " + chosen() +

@@ -278,10 +278,12 @@ class SqliteStore : public Store {
   std::vector<FigureValue> runFigure(FigureKind kind) {
     std::vector<FigureValue> out;
     std::unordered_map<int64_t, size_t> byRun;
-    Stmt q(db_, "SELECT run, log_id, gc_count FROM runs ORDER BY run", where());
+    bool leak = kind == FigureKind::kLeakSuspects || kind == FigureKind::kGrowingSites;
+    Stmt q(db_, "SELECT run, log_id, gc_count, repetitions FROM runs ORDER BY run", where());
     while (q.step()) {
       byRun[q.i64(0)] = out.size();
-      out.push_back({q.text(1), true, kind == FigureKind::kGcCount ? q.u64(2) : 0});
+      // The leak finder ran only with 3 repetitions or more: a run with fewer has no leak figure.
+      out.push_back({q.text(1), !leak || q.u64(3) >= 3, kind == FigureKind::kGcCount ? q.u64(2) : 0});
     }
     if (kind == FigureKind::kGcPauseP99) {
       std::vector<std::vector<uint64_t>> pauses(out.size());
@@ -291,7 +293,7 @@ class SqliteStore : public Store {
         if (it != byRun.end()) pauses[it->second].push_back(g.u64(1));
       }
       for (size_t i = 0; i < out.size(); ++i) out[i].value = pauseP99(std::move(pauses[i]));
-    } else if (kind == FigureKind::kLeakSuspects || kind == FigureKind::kGrowingSites) {
+    } else if (leak) {
       Stmt l(db_, "SELECT run, COUNT(*) FROM leaks WHERE kind = ? GROUP BY run", where());
       l.bind(1, std::string(kind == FigureKind::kLeakSuspects ? "suspect" : "site"));
       while (l.step()) {

@@ -54,8 +54,9 @@ bool figureOf(const RunSummary& s, const FigureQuery& q, uint64_t* value) {
       *value = pauseP99(std::move(pauses));
       return true;
     }
-    case FigureKind::kLeakSuspects: *value = leaks("suspect"); return true;
-    case FigureKind::kGrowingSites: *value = leaks("site"); return true;
+    // The leak finder runs only with 3 repetitions or more (summarize): fewer, no figure.
+    case FigureKind::kLeakSuspects: *value = leaks("suspect"); return s.run.repetitions >= 3;
+    case FigureKind::kGrowingSites: *value = leaks("site"); return s.run.repetitions >= 3;
   }
   std::string point = q.point.empty() ? "peak" : q.point;
   bool allHeaps = q.heap.empty() || q.heap == "all";
@@ -96,6 +97,7 @@ TrendResult trend(Store& st, const std::string& tagKey, const FigureQuery& q,
                   const RunSummary* current, const std::string& currentTag) {
   TrendResult res;
   res.tagKey = tagKey;
+  bool leak = q.kind == FigureKind::kLeakSuspects || q.kind == FigureKind::kGrowingSites;
   std::vector<StoredRun> runs = st.runs();
   std::vector<FigureValue> fig = st.figure(q);
   std::unordered_map<std::string, const FigureValue*> byId;
@@ -143,13 +145,19 @@ TrendResult trend(Store& st, const std::string& tagKey, const FigureQuery& q,
       res.rows.push_back({currentTag, current->run.logId, v});
       values.push_back(static_cast<double>(v));
     } else {
-      res.warnings.push_back(currentTag + " has no point " + q.point + ": left out");
+      res.warnings.push_back(currentTag + (leak ? " has no leak figures (no custom event repeats "
+                                                  "3 times): left out"
+                                                : " has no point " + q.point + ": left out"));
     }
   }
   res.step = findStep(values);
   if (untagged)
     res.warnings.push_back(std::to_string(untagged) + " run(s) without a tag '" + tagKey +
                            "' left out");
+  if (without && leak)
+    res.warnings.push_back(std::to_string(without) +
+                           " run(s) without leak figures (no custom event repeats 3 times) left "
+                           "out");
   if (without && q.kind == FigureKind::kLive)
     res.warnings.push_back(std::to_string(without) + " run(s) without the point " +
                            (q.point.empty() ? std::string("peak") : q.point) + " left out");

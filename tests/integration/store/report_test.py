@@ -17,7 +17,9 @@ tags. Then:
     build 17, this log's bar and table row are marked;
   - the report without --store is the page it was: its script is report.js without the
     renderers' mark, and it has no trends section; --tag without --store is refused (exit 2), a
-    store that is not there too (exit 1, no file made).
+    store that is not there too (exit 1, no file made);
+  - a run of 2 levels (no leak finder: its event repeats fewer than 3 times) has no leak figures,
+    a warning says so, and its table row shows dashes there, not 0.
 Without CHROMIUM the browser part is left out (said on stdout).
 """
 import html.parser
@@ -265,6 +267,29 @@ else:
         rows = re.findall(r'<tr[^>]*data-log-id="(\w+)"[^>]*data-this-log="1"', part)
         if rows != [this_id]:
             fail("%s: the table's marked rows %s, expected %s" % (path, rows, this_id))
+
+# A run whose custom event repeats twice (gc_game of 2 levels): the leak finder did not run, so
+# it has no leak figures (left out with a warning), and the table says so with a dash, not 0.
+run([HEAPREC, "run", "-o", log_of(12), "--", GC_GAME, "2", "20", "12"], 0)
+STORE2 = os.path.join(WORK, "two.sqlite")
+for b in (12, 13):
+    run([HEAPMAN, "ingest", log_of(b), "--store", STORE2, "--run-tag", "build=%d" % b], 0)
+path12, page12 = report(12, "--store", STORE2)
+d12 = trends_of(page12)
+if d12:
+    for f in d12["figures"]:
+        want_rows = ["13"] if f["id"] in ("leak-suspects", "growing-sites") else ["12", "13"]
+        if [r[0] for r in f["rows"]] != want_rows:
+            fail("the 2-level run's %s: rows %s, expected builds %s" % (f["id"], f["rows"], want_rows))
+        if f["id"] == "leak-suspects" and f["warnings"] != [
+                "1 run(s) without leak figures (no custom event repeats 3 times) left out"]:
+            fail("the 2-level run's leak warning: %s" % f["warnings"])
+if CHROMIUM and d12:
+    dom = dump_dom(path12)
+    row = re.search(r'<tr[^>]*data-log-id="%s"[^>]*>(.*?)</tr>' % d12["thisLog"]["logId"], dom)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1)) if row else []
+    if cells[-3:-1] != ["\u2014", "\u2014"]:
+        fail("the 2-level run's table row: %s (its leak counts should be dashes)" % cells)
 
 if failures:
     print("%d failure(s); work left in %s" % (len(failures), WORK))

@@ -41,7 +41,8 @@ struct StoredRun {
 // blame rows (types) at the point whose function (type) matches, summed. A `kind` other than
 // kLive is a figure of the whole run instead (point, heap and the regexes are not used): its GC
 // count, its GC pauses' p99 (nearest rank, ns, as the budget's [gc_pause]), the count of its
-// leak suspects (growing containers) or of its growing sites (heapman leaks).
+// leak suspects (growing containers) or of its growing sites (heapman leaks; a run whose custom
+// events repeat fewer than 3 times has no leak figure: the leak finder did not run).
 enum class FigureKind { kLive, kGcCount, kGcPauseP99, kLeakSuspects, kGrowingSites };
 
 struct FigureQuery {
