@@ -30,12 +30,19 @@ void options(po::options_description& o, po::positional_options_description&) {
   addOutputOptions(o);
 }
 
+// A log cut short (its program crashed and took the recorder along) is checked as far as it
+// goes, with a warning: its figures are those of the part written, which a budget may pass.
 store::RunSummary summaryOf(const std::string& log, const VerbOptions& vm,
-                            const replay::Exclusions& ex, const store::SummaryOptions& so) {
+                            const replay::Exclusions& ex, const store::SummaryOptions& so,
+                            std::vector<std::string>& warnings) {
   auto s = Session::open(log, !vm.count("no-symbols"));
   if (s->replay->damage())
     throw std::runtime_error(log + " is damaged (" + s->replay->damage()->what() +
                              "); run `heapman verify " + log + "` for details");
+  if (!s->replay->reader().end().complete)
+    warnings.push_back(log + " is cut short (" + s->replay->reader().end().reason +
+                       "): the figures checked are those of its " +
+                       num(s->replay->tables().eventCount) + " events, not of the whole run");
   s->progress->restart("summarizing " + log);
   replay::Attribution a(s->replay->tables(), *s->namer, ex);
   store::RunSummary sum = store::summarize(*s->replay, a, so);
@@ -91,7 +98,7 @@ int run(const std::string& log, const VerbOptions& vm) {
                                  ": ingest it first (heapman ingest LOG --store ... --run-tag " +
                                  baseRun->key + "=" + baseRun->value + ")");
     } else if (!baseLog.empty()) {
-      base = summaryOf(baseLog, vm, ex, so);
+      base = summaryOf(baseLog, vm, ex, so, warnings);
       baseName = baseLog;
     } else {
       throw UsageError("the budget has rules relative to a baseline (max_growth, new_suspects, "
@@ -102,7 +109,7 @@ int run(const std::string& log, const VerbOptions& vm) {
     warnings.push_back("no rule of the budget is relative to a baseline: the baseline is not used");
   }
 
-  store::RunSummary sum = summaryOf(log, vm, ex, so);
+  store::RunSummary sum = summaryOf(log, vm, ex, so, warnings);
   // The summary's notes are about leak suspects: said only when a rule counts them.
   bool leakRules = false;
   for (const store::Rule& rule : budget.rules) leakRules = leakRules || rule.section == "leaks";

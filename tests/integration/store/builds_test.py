@@ -19,7 +19,8 @@ live bytes there their total; ingest --top 2 keeps 2 blame rows a point. Then:
   - a corrupt log is refused (exit 1) before anything is written: with a good new log before it
     in the same command, the store's row counts do not change;
   - a log cut short is refused (exit 1) unless --allow-partial: then a partial run (ID.pN), once,
-    which the complete log replaces; the cut log after it is not written;
+    which the complete log replaces; the cut log after it is not written; check on it says it is
+    cut short;
   - a budget with unknown keys: exit 2, the keys and the line named;
   - trend on a store that is not there: exit 1, and no empty store left behind.
 With CLICKHOUSE_SERVER (Debian's clickhouse-server), the same 30 logs are ingested 8 at once into a
@@ -309,6 +310,15 @@ if isinstance(p, dict) and isinstance(w, dict):
     before = pruns()
     if pingest(cut, "--allow-partial").get("status") != "complete run stored" or pruns() != before:
         fail("the cut log after its complete one was written: %s" % (pruns(),))
+
+# check on the cut log: its part is checked, with a warning that says so (a crash cuts the run
+# short, and a budget may pass on the part written).
+with open(os.path.join(WORK, "tiny.toml"), "w") as f:
+    f.write('[peak]\nmax = "1 GiB"\n')
+r = run([HEAPMAN, "check", cut, "--budget", os.path.join(WORK, "tiny.toml")], 0)
+if not re.search(r"warning: .*cut\.hml is cut short \(.*\): the figures checked are those of its "
+                 r"[0-9,]+ events, not of the whole run", r.stdout + r.stderr):
+    fail("check on a log cut short does not say so: %r %r" % (r.stdout, r.stderr))
 
 missing = os.path.join(WORK, "typo.sqlite")
 r = run([HEAPMAN, "trend", "--store", missing], 1)
