@@ -38,31 +38,19 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
+from recorded import Work
+
 HEAPMAN, HEAPREC, GC_GAME = (os.path.realpath(a) for a in sys.argv[1:4])
 CLICKHOUSE = sys.argv[4] if len(sys.argv) > 4 else ""
-WORK = tempfile.mkdtemp(prefix="heapman-store-builds-")
+W = Work("heapman-store-builds-", HEAPREC, GC_GAME)
+WORK = W.dir
 STORE = os.path.join(WORK, "runs.sqlite")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg, file=sys.stderr)
-
-
-def run(args, check_rc=None):
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, HOME=WORK))
-    if check_rc is not None and r.returncode != check_rc:
-        fail("%s: exit %d (expected %d): %s" % (" ".join(args), r.returncode, check_rc,
-                                                r.stderr.strip()))
-    return r
+failures, fail, run = W.failures, W.fail, W.run
 
 
 def log_of(build):
@@ -70,7 +58,7 @@ def log_of(build):
 
 
 def record(build):
-    run([HEAPREC, "run", "-o", log_of(build), "--", GC_GAME, "4", "20", str(build)], 0)
+    W.record(log_of(build), build)
 
 
 def counts():

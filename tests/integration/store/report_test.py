@@ -29,28 +29,16 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
+
+from recorded import Work
 
 HEAPMAN, HEAPREC, GC_GAME, REPORT_JS = (os.path.realpath(a) for a in sys.argv[1:5])
 CHROMIUM = sys.argv[5] if len(sys.argv) > 5 else ""
-WORK = tempfile.mkdtemp(prefix="heapman-store-report-")
+W = Work("heapman-store-report-", HEAPREC, GC_GAME)
+WORK = W.dir
 STORE = os.path.join(WORK, "runs.sqlite")
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    print("FAIL: " + msg, file=sys.stderr)
-
-
-def run(args, check_rc=None):
-    r = subprocess.run(args, capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, HOME=WORK))
-    if check_rc is not None and r.returncode != check_rc:
-        fail("%s: exit %d (expected %d): %s" % (" ".join(args), r.returncode, check_rc,
-                                                r.stderr.strip()))
-    return r
+failures, fail, run = W.failures, W.fail, W.run
 
 
 def log_of(build):
@@ -58,7 +46,7 @@ def log_of(build):
 
 
 def record(build):
-    run([HEAPREC, "run", "-o", log_of(build), "--", GC_GAME, "4", "20", str(build)], 0)
+    W.record(log_of(build), build)
 
 
 STORED = list(range(13, 20))
