@@ -407,11 +407,6 @@ void Replay::init() {
     options_.indexPath.clear();
   }
   dict_ = std::make_unique<InfoDict>(tables_.infos);
-  auto listRecordChunks = [&] {
-    recordChunks_.clear();
-    for (const ChunkRef& c : reader_.chunks())
-      if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
-  };
   listRecordChunks();
   auto t0 = std::chrono::steady_clock::now();
   bool loaded = false;
@@ -462,17 +457,7 @@ void Replay::init() {
       beginPass();
       runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
     } catch (const FormatError& e) {
-      // Damage the scan could not see: a payload that fails (checksum, decompression, records),
-      // or records that break the log's rules (LogCheck: a chunk missing, repeated or out of
-      // order, an impossible address or stack id). The log ends before that chunk for every
-      // reader of it (the graph's RAM dumps too); replay the chunks before it, afresh, and keep
-      // no index for a damaged log.
-      if (!options_.intactPrefix || e.chunk() < 0 ||
-          static_cast<uint64_t>(e.chunk()) >= reader_.chunks().size())
-        throw;
-      damage_ = e;
-      reader_.endBefore(e);
-      listRecordChunks();
+      endAtDamage(e);  // no index for a damaged log
       index_ = std::make_unique<Index>();  // drops the spill file
       indexWhere_.clear();
       status_.why = "not written: the log is damaged";
@@ -491,6 +476,26 @@ void Replay::init() {
   std::sort(gcEndSeqs_.begin(), gcEndSeqs_.end());
   dict_->rebuildFromInfos();
   resetState();
+}
+
+void Replay::listRecordChunks() {
+  recordChunks_.clear();
+  for (const ChunkRef& c : reader_.chunks())
+    if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords)) recordChunks_.push_back(c);
+}
+
+// Damage the scan could not see, met by the index pass: a payload that fails (checksum,
+// decompression, records), or records that break the log's rules (LogCheck: a chunk missing,
+// repeated or out of order, an impossible address or stack id). With intactPrefix the log ends
+// before that chunk for every reader of it (the graph's RAM dumps too) and the pass is to run
+// again over the chunks before it; otherwise, or for an error that names no chunk, rethrows.
+void Replay::endAtDamage(const FormatError& e) {
+  if (!options_.intactPrefix || e.chunk() < 0 ||
+      static_cast<uint64_t>(e.chunk()) >= reader_.chunks().size())
+    throw;
+  damage_ = e;
+  reader_.endBefore(e);
+  listRecordChunks();
 }
 
 // A prefix of the log answers as the whole log would only when nothing after it changes what
@@ -779,17 +784,7 @@ log::LogReader::Growth Replay::grow() {
     try {
       runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
     } catch (const FormatError& e) {
-      // Records that break the log's rules: as on open, the log ends before their chunk, and the
-      // pass runs again over what comes before (the tables hold part of that chunk).
-      if (!options_.intactPrefix || e.chunk() < 0 ||
-          static_cast<uint64_t>(e.chunk()) >= reader_.chunks().size())
-        throw;
-      damage_ = e;
-      reader_.endBefore(e);
-      recordChunks_.clear();
-      for (const ChunkRef& c : reader_.chunks())
-        if (c.header.type == static_cast<uint16_t>(ChunkType::kRecords))
-          recordChunks_.push_back(c);
+      endAtDamage(e);  // as on open; the tables hold part of the damaged chunk: afresh
       beginPass();
       runPass(std::numeric_limits<uint64_t>::max(), nullptr, nullptr);
     }

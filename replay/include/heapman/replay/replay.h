@@ -324,6 +324,8 @@ class Replay {
   struct Pass;        // the index pass between chunks or paused in one (replay.cpp)
 
   void init();
+  void listRecordChunks();
+  void endAtDamage(const log::FormatError& e);  // called in a catch of `e`: may rethrow
   bool lazyAllowed() const;
   // The index pass: beginPass() starts it afresh, runPass() carries it on from where it stopped to
   // `limit` (or, with a target, to just after the record the point names), moving the state
