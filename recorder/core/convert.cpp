@@ -252,13 +252,18 @@ uint32_t Writer::managedStack(RawEvent* e) {
   ManagedCacheEntry* cached = nullptr;
   uint64_t hash = 0;
   if (n > 0 && n <= kManagedCacheFrames) {
-    if (managedCache_.empty()) managedCache_.resize(kManagedCacheSlots);
+    if (!managedCache_) {
+      managedCache_.reset(static_cast<ManagedCacheEntry*>(
+          calloc(kManagedCacheSlots, sizeof(ManagedCacheEntry))));
+      if (!managedCache_) return internManaged(in, n);
+    }
     hash = XXH3_64bits(in, n * sizeof(uint64_t));
     cached = &managedCache_[hash & (kManagedCacheSlots - 1)];
     if (cached->n == n && cached->hash == hash &&
         std::memcmp(cached->frames, in, n * sizeof(uint64_t)) == 0)
-      return cached->id;
+      return ++managedHits_, cached->id;
   }
+  ++managedMisses_;
   uint32_t id = internManaged(in, n);
   if (cached) {
     cached->hash = hash;

@@ -27,12 +27,14 @@ class StackTable {
     if (n == 0) return 0;
     uint64_t h = XXH3_64bits(frames, n * sizeof(uint64_t));
     CacheEntry& slot = cache_[h & (kCacheSize - 1)];
-    if (slot.hash == h && matches(slot.leaf, frames, n)) return slot.leaf;
+    if (slot.hash == h && matches(slot.leaf, frames, n)) return ++stats.cached, slot.leaf;
     auto it = byHash_.find(h);
     if (it != byHash_.end() && matches(it->second, frames, n)) {
+      ++stats.byHash;
       slot = {h, it->second};
       return it->second;
     }
+    ++stats.walked;
     uint32_t parent = 0;
     for (uint32_t i = n; i-- > 0;) {  // from the outermost frame to the leaf
       Key k{parent, frames[i]};
@@ -40,6 +42,7 @@ class StackTable {
       if (c == children_.end()) {
         auto id = static_cast<uint32_t>(nodes_.size());
         nodes_.push_back({parent, frames[i]});
+        ++stats.nodes;
         children_.emplace(k, id);
         log.write(StackNode{id, parent, frames[i] & ~kManagedFrame, (frames[i] & kManagedFrame) != 0});
         parent = id;
@@ -51,6 +54,11 @@ class StackTable {
     slot = {h, parent};
     return parent;
   }
+
+ public:
+  struct {
+    uint64_t cached = 0, byHash = 0, walked = 0, nodes = 0;
+  } stats;
 
  private:
   struct Node {

@@ -111,6 +111,14 @@ void Writer::run() {
           static_cast<unsigned long long>(g.unwindFallbacks.load()),
           static_cast<unsigned long long>(g.ruleMisses.load()));
   }
+  if (getenv(env::kStats) && (managedHits_ || managedMisses_ || stacks_.stats.walked))
+    say("stacks: managed cache %llu hits, %llu misses; stack table %llu cached, %llu by hash, "
+        "%llu walked, %llu nodes",
+        static_cast<unsigned long long>(managedHits_), static_cast<unsigned long long>(managedMisses_),
+        static_cast<unsigned long long>(stacks_.stats.cached),
+        static_cast<unsigned long long>(stacks_.stats.byHash),
+        static_cast<unsigned long long>(stacks_.stats.walked),
+        static_cast<unsigned long long>(stacks_.stats.nodes));
   if (const TrackedSet::Stats& st = tracked_.stats(); st.sweeps && getenv(env::kStats))
     say("%llu sweeps tested %llu objects in %.1f ms on the writer thread (%.1f ns per object)",
         static_cast<unsigned long long>(st.sweeps), static_cast<unsigned long long>(st.objects),

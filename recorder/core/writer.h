@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -208,14 +209,21 @@ class Writer {
   StackTable stacks_;
   // Recent managed stacks as the ring carried them (method handles, leaf first) and their
   // interned ids: direct-mapped by hash, stacks of up to kManagedCacheFrames frames. A handle's
-  // MethodDef id and a stack's id never change, so an entry never goes stale.
-  static constexpr uint32_t kManagedCacheFrames = 32, kManagedCacheSlots = 1024;
-  struct ManagedCacheEntry {
-    uint64_t hash = 0;
-    uint32_t n = 0, id = 0;
-    uint64_t frames[kManagedCacheFrames] = {};
+  // MethodDef id and a stack's id never change, so an entry never goes stale. 16384 entries
+  // (4.3 MiB of address space, calloc'd on first use: pages touched only as entries fill): mcs
+  // compiling 300 files carries 2.17 M managed stacks through the rings, of which 1024 entries
+  // missed 0.92 M and 16384 0.15 M (the stack table's own cache has as many entries).
+  static constexpr uint32_t kManagedCacheFrames = 32, kManagedCacheSlots = 16384;
+  struct ManagedCacheEntry {  // all zero: empty (n == 0 never matches: empty stacks skip it)
+    uint64_t hash;
+    uint32_t n, id;
+    uint64_t frames[kManagedCacheFrames];
   };
-  std::vector<ManagedCacheEntry> managedCache_;  // sized on first use (Mono programs only)
+  struct FreeDeleter {
+    void operator()(void* p) const { free(p); }
+  };
+  std::unique_ptr<ManagedCacheEntry[], FreeDeleter> managedCache_;  // Mono programs only
+  uint64_t managedHits_ = 0, managedMisses_ = 0;  // HEAPMAN_STATS
   HandleMap types_, methods_;
   TrackedSet tracked_;
   uint64_t nextSeq_ = 0;  // the next record's sequence number in the log
