@@ -46,6 +46,7 @@ bool findApi() {
 void onShutdownEnd(MonoProfiler*) {
   g_on.store(false, std::memory_order_relaxed);
   sayWalkCounts();
+  sayShadowCounts();
 }
 
 }  // namespace

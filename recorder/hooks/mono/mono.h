@@ -160,6 +160,7 @@ constexpr uint16_t kFieldLiteral = 0x40;  // FIELD_ATTRIBUTE_LITERAL: a constant
 
 // stacks.cpp: the shadow stacks' set-up, and the call instrumentation's callbacks.
 void initShadowStacks();
+void sayShadowCounts();  // at shutdown, HEAPMAN_STATS: how many methods were instrumented
 void onEnter(MonoProfiler*, MonoMethod* method, MonoProfilerCallContext*);
 void onLeave(MonoProfiler*, MonoMethod*, MonoProfilerCallContext*);
 void onExceptionLeave(MonoProfiler*, MonoMethod*, MonoObject*);

@@ -10,7 +10,8 @@ __thread LastStack t_lastNoShadow HEAPMAN_TLS;  // a thread without a shadow sta
 
 namespace {
 
-pthread_key_t g_shadowKey;  // its destructor unmaps an exiting thread's shadow stack
+pthread_key_t g_shadowKey;
+std::atomic<uint64_t> g_filtered{0}, g_instrumented{0};  // onFilter's answers (HEAPMAN_STATS)  // its destructor unmaps an exiting thread's shadow stack
 
 void freeShadow(void* p) {
   t_shadow = nullptr;
@@ -46,6 +47,7 @@ inline void popFrame() {
 // IndexOutOfRange, InvalidCast) is recorded with the caller as its leaf. Anything the scan does
 // not understand counts as allocating. Results are memoized by method handle.
 constexpr int kCalleeDepth = 3;
+constexpr uint32_t kMethodVirtual = 0x0040;  // METHOD_ATTRIBUTE_VIRTUAL (ECMA-335 II.23.1.10)
 constexpr size_t kMemoSlots = 1u << 14;
 std::atomic<uint64_t> g_memo[kMemoSlots];  // handle | 1 (may allocate) or | 2 (cannot)
 
@@ -94,14 +96,14 @@ bool scanMayAllocate(MonoMethod* method, int depth) {
       if (op2 <= 0x05 || op2 == 0x0F || op2 == 0x11 || op2 == 0x13 || op2 == 0x14 || op2 == 0x17 ||
           op2 == 0x18 || op2 == 0x1D || op2 == 0x1E)
         bytes = 0;
-      else if (op2 == 0x06 || op2 == 0x07 || op2 == 0x15 || op2 == 0x16 || op2 == 0x1C)
+      else if (op2 == 0x06 || op2 == 0x07 || op2 == 0x15 || op2 == 0x1C)
         bytes = 4;
       else if (op2 >= 0x09 && op2 <= 0x0E)
         bytes = 2;
       else if (op2 == 0x12 || op2 == 0x19)
         bytes = 1;
       else
-        bytes = -1;  // rethrow (0x1A) and anything unknown
+        bytes = -1;  // rethrow (0x1A), constrained. (0x16: its callvirt may box) and the unknown
       if (bytes < 0 || end - ip < bytes) may = true;
       ip += bytes < 0 ? 0 : bytes;
       continue;
@@ -113,18 +115,25 @@ bool scanMayAllocate(MonoMethod* method, int depth) {
     }
     switch (op) {
       case 0x73: case 0x8D: case 0x8C:            // newobj, newarr, box
-      case 0x7A: case 0x29: case 0x6F: case 0x27: // throw, calli, callvirt, jmp
+      case 0x7A: case 0x29: case 0x27:            // throw, calli, jmp
       case 0x7E: case 0x7F: case 0x80:            // ldsfld, ldsflda, stsfld: a .cctor may run
       case 0xD0:                                  // ldtoken
         may = true;
         break;
-      case 0x28: {                                // call: as the callee, a few levels deep
+      case 0x28:                                  // call: as the callee, a few levels deep
+      case 0x6F: {                                // callvirt: the same, of a method not virtual
         uint32_t token;
         std::memcpy(&token, ip, 4);
         uint32_t table = token >> 24;
         MonoMethod* callee = depth < kCalleeDepth && (table == 0x06 || table == 0x0A) && image
                                  ? m.mono_get_method(image, token, nullptr)
                                  : nullptr;
+        // C# calls every instance method by callvirt (for its null check), so a property
+        // getter or helper called so is as good as by call; a virtual one may be overridden
+        // by a method that allocates. A constrained. prefix (it may box) is refused above.
+        uint32_t implFlags = 0;
+        if (callee && op == 0x6F && (m.mono_method_get_flags(callee, &implFlags) & kMethodVirtual))
+          callee = nullptr;
         may = !callee || mayAllocate(callee, depth + 1);
         break;
       }
@@ -183,11 +192,20 @@ MonoProfilerCallInstrumentationFlags onFilter(MonoProfiler*, MonoMethod* method)
   char* name = m.mono_method_full_name(method, false);
   bool wrapper = name && std::strncmp(name, "(wrapper ", 9) == 0;
   if (name) m.mono_free(name);
+  g_filtered.fetch_add(1, std::memory_order_relaxed);
   if (wrapper || (g_skipLeaves && !mayAllocate(method, 0))) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
+  g_instrumented.fetch_add(1, std::memory_order_relaxed);
   return static_cast<MonoProfilerCallInstrumentationFlags>(
       MONO_PROFILER_CALL_INSTRUMENTATION_ENTER | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE |
       MONO_PROFILER_CALL_INSTRUMENTATION_TAIL_CALL |
       MONO_PROFILER_CALL_INSTRUMENTATION_EXCEPTION_LEAVE);
+}
+
+void sayShadowCounts() {
+  if (g_stacks && g_walk == WalkMode::kShadow && getenv(env::kStats))
+    say("Mono shadow stacks: %llu of %llu methods compiled instrumented",
+        static_cast<unsigned long long>(g_instrumented.load()),
+        static_cast<unsigned long long>(g_filtered.load()));
 }
 
 void initShadowStacks() {
