@@ -67,13 +67,15 @@ enum class Kind : uint8_t {
 // that alternate (two allocation sites in a loop) cost no frame copies and no re-interning.
 inline constexpr uint16_t kSameStack = 1;
 inline constexpr uint16_t kStackSlotShift = 1;
-inline constexpr uint32_t kStackSlots = 4;
-inline constexpr uint16_t stackSlotOf(uint16_t flags) { return (flags >> kStackSlotShift) & 3; }
+inline constexpr uint32_t kStackSlots = 8;
+inline constexpr uint16_t stackSlotOf(uint16_t flags) {
+  return (flags >> kStackSlotShift) & (kStackSlots - 1);
+}
 // The frames are managed methods (kMethodDef handles), not return addresses.
-inline constexpr uint16_t kManagedFrames = 1 << 3;
+inline constexpr uint16_t kManagedFrames = 1 << 4;
 // A kAlloc/kFree of a GC_debug_* object: its address lies State::gcDebugOffset bytes past the
 // object's start, where the collector keeps its mark bit.
-inline constexpr uint16_t kDebugObject = 1 << 4;
+inline constexpr uint16_t kDebugObject = 1 << 5;
 
 struct RawEvent {
   uint32_t size;     // bytes of the record, header included, multiple of 8
@@ -166,7 +168,8 @@ struct alignas(64) Ring {
   // The walk that produced each slot's frames (StackMemo; count 0 when none, e.g. managed frames
   // or a DWARF unwind), and a spare for the next walk: slotMemo[k] and memoSpare index memos.
   StackMemo memos[kStackSlots + 1];
-  uint8_t slotMemo[kStackSlots] = {0, 1, 2, 3};
+  uint8_t slotMemo[kStackSlots] = {0, 1, 2, 3, 4, 5, 6, 7};
+  static_assert(kStackSlots == 8 && (kStackSlots - 1) << kStackSlotShift < kManagedFrames);
   uint8_t memoSpare = kStackSlots;
   // Consumer side (the writer thread only).
   alignas(64) std::atomic<uint64_t> tail{0};  // bytes ever consumed

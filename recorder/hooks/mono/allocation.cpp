@@ -217,17 +217,17 @@ __attribute__((noinline)) uint64_t variableSize(const CachedClass& cached, MonoO
   return size;
 }
 
-// An allocation whose stack is not the one its thread's last allocation left in a slot: takes
-// the managed frames (or none) through the ring's stack cache.
-__attribute__((noinline)) RawEvent* beginAllocationWithFrames(Ring* r, LastStack& last,
-                                                              uint32_t changes) {
+// An allocation whose stack its thread's memo does not place in a slot: takes the managed
+// frames (or none) through the ring's stack cache, and notes the slot in the memo.
+__attribute__((noinline)) RawEvent* beginAllocationWithFrames(Ring* r, LastStack& memo,
+                                                              uint64_t tag) {
   uint64_t frames[kMaxFrames];
   uint32_t n = !g_stacks                      ? 0
                : g_walk == WalkMode::kShadow ? managedFrames(frames, g.depth)
                                              : walkManagedFrames(frames, g.depth);
   RawEvent* e = beginWithFrames(r, Kind::kAlloc, static_cast<uint8_t>(HeapKind::kManaged), frames,
                                 n, 0, kManagedFrames);
-  if (e) last = {r, changes, r->slotChanges, stackSlotOf(e->flags)};
+  if (e) memo = {r, tag, r->slotChanges, stackSlotOf(e->flags)};
   return e;
 }
 
@@ -276,17 +276,19 @@ void onAllocation(MonoProfiler*, MonoObject* obj) {
   Ring* r = threadRing();
   if (!r) return;
   RawEvent* e;
-  // No call or return since this thread's last allocation (or no stacks at all): the same stack,
-  // still in its slot (consecutive allocations in one method need no copy and no comparison).
+  // A stack this thread allocated with lately (its tag in the memo: the same frames), still in
+  // the slot the memo names (no slot of the ring changed since): no copy and no comparison.
+  // Allocations in one method, and in methods called over and over from one place (a loop's
+  // callee, a constructor), mostly go this way.
   Shadow* s = t_shadow;
-  LastStack& last = s ? s->last : t_lastNoShadow;
-  const uint32_t changes = s ? s->changes : 0;
-  if (last.ring == r && last.changes == changes && last.slotChanges == r->slotChanges &&
+  const uint64_t tag = s ? shadowTag(s) : 0;
+  LastStack& memo = s ? s->memo[tag & (kStackMemos - 1)] : t_lastNoShadow;
+  if (memo.ring == r && memo.tag == tag && memo.slotChanges == r->slotChanges &&
       g_walk == WalkMode::kShadow)
-    e = beginAllocationWithSlot(r, static_cast<uint8_t>(HeapKind::kManaged), last.slot,
+    e = beginAllocationWithSlot(r, static_cast<uint8_t>(HeapKind::kManaged), memo.slot,
                                 kManagedFrames);
   else
-    e = beginAllocationWithFrames(r, last, changes);
+    e = beginAllocationWithFrames(r, memo, tag);
   if (e) {
     e->a = reinterpret_cast<uint64_t>(obj);
     e->b = size;

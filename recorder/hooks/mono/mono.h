@@ -124,22 +124,35 @@ extern bool g_sgen;            // Mono with SGen (initMono said so): nothing to 
 extern bool g_stacks;           // managed stacks (call instrumentation) wanted
 extern bool g_skipLeaves;       // leave methods that cannot allocate uninstrumented (onFilter)
 
-// Shadow stacks: one per thread, mmap'd on the thread's first method entry (2 MiB of address
+// Shadow stacks: one per thread, mmap'd on the thread's first method entry (4 MiB of address
 // space, touched only as deep as the thread goes: deeper than a managed thread's stack can hold).
 // Past kShadowMax entries frames are counted, not kept, and an allocation there records no stack
 // rather than a wrong one.
 constexpr uint32_t kShadowMax = 1u << 18;
-// The stack of a thread's last allocation: the ring slot it is in, with the ring and the
-// counters that say whether it still is (the shadow stack's changes, Ring::slotChanges).
+// Each entry holds its method and a tag that names the contents of the stack from the outermost
+// frame down to it: two entries with one tag hold the same frames. A push keeps the tag an entry
+// had when the method is the one last pushed at that depth and the frames below have not changed
+// since; else it takes a new tag and clears the method of the entry above, so that no later push
+// there can keep a tag from before this change (by induction, an entry whose method is still set
+// lies on top of the frames it was tagged on). The empty stack, and one too deep to keep, is
+// tag 0 (both record no frames).
+struct ShadowFrame {
+  uint64_t method;  // 0: cleared (a MonoMethod* is never null)
+  uint64_t tag;
+};
+// A stack this thread allocated with lately: the ring slot it is in, with the ring and the
+// counter that says whether it still is (Ring::slotChanges).
 struct LastStack {
   Ring* ring = nullptr;
-  uint32_t changes = 0, slotChanges = 0, slot = 0;
+  uint64_t tag = 0;
+  uint32_t slotChanges = 0, slot = 0;
 };
+constexpr uint32_t kStackMemos = 64;  // per thread, direct-mapped by tag
 struct Shadow {
   uint32_t depth = 0;
-  uint32_t changes = 0;         // every push and pop
-  LastStack last;
-  uint64_t frames[kShadowMax];  // outermost first
+  uint64_t lastTag = 0;               // the last tag given out
+  LastStack memo[kStackMemos];
+  ShadowFrame frames[kShadowMax];     // outermost first
 };
 extern __thread Shadow* t_shadow HEAPMAN_TLS;
 extern __thread LastStack t_lastNoShadow HEAPMAN_TLS;  // a thread without a shadow stack (no stacks)
@@ -149,9 +162,14 @@ inline uint32_t managedFrames(uint64_t* out, uint32_t max) {
   Shadow* s = t_shadow;
   if (!s || s->depth > kShadowMax) return 0;
   uint32_t n = std::min(s->depth, max);
-  const uint64_t* top = s->frames + s->depth;
-  for (uint32_t i = 0; i < n; ++i) out[i] = top[-1 - static_cast<int>(i)];
+  const ShadowFrame* top = s->frames + s->depth;
+  for (uint32_t i = 0; i < n; ++i) out[i] = top[-1 - static_cast<int>(i)].method;
   return n;
+}
+
+// The tag of the calling thread's managed stack (ShadowFrame).
+inline uint64_t shadowTag(const Shadow* s) {
+  return s->depth == 0 || s->depth > kShadowMax ? 0 : s->frames[s->depth - 1].tag;
 }
 
 // Field attributes (ECMA-335 II.23.1.5).

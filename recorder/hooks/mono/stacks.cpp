@@ -31,10 +31,7 @@ Shadow* shadow() {
 
 inline void popFrame() {
   Shadow* s = t_shadow;
-  if (s && s->depth) {
-    --s->depth;
-    ++s->changes;
-  }
+  if (s && s->depth) --s->depth;
 }
 
 
@@ -171,9 +168,12 @@ bool mayAllocate(MonoMethod* method, int depth) {
 void onEnter(MonoProfiler*, MonoMethod* method, MonoProfilerCallContext*) {
   Shadow* s = shadow();
   if (!s) return;
-  if (s->depth < kShadowMax) s->frames[s->depth] = reinterpret_cast<uint64_t>(method);
-  ++s->depth;
-  ++s->changes;
+  const uint32_t d = s->depth++;
+  const auto handle = reinterpret_cast<uint64_t>(method);
+  if (d < kShadowMax && s->frames[d].method != handle) {  // else: the same frames, the same tag
+    s->frames[d] = {handle, ++s->lastTag};
+    if (d + 1 < kShadowMax) s->frames[d + 1].method = 0;
+  }
 }
 
 void onLeave(MonoProfiler*, MonoMethod*, MonoProfilerCallContext*) { popFrame(); }
@@ -214,7 +214,8 @@ void initShadowStacks() {
   // thread's remembered slot says nothing there.
   pthread_atfork(nullptr, nullptr, [] {
     t_lastNoShadow = {};
-    if (t_shadow) t_shadow->last = {};
+    if (t_shadow)
+      for (LastStack& memo : t_shadow->memo) memo = {};
   });
 }
 
