@@ -19,7 +19,8 @@
 #
 #   bench/run_recording_cost.sh BUILD_DIR [RUNS]
 # Environment: MCS_FILES (300), GBRAINY_S (15), GAME_FRAMES (100000), GUILE_ROUNDS (300),
-# EVENTS (10000000). Needs cmake/deps.sh test and bench (mono-boehm, mcs, guile-3.0, heaptrack,
+# EVENTS (10000000); ROWS: the programs to run, of "mcs gbrainy game guile malloc" (all of them;
+# ROWS="mcs gbrainy game" is the Mono rows alone, ~5 minutes with RUNS 3). Needs cmake/deps.sh test and bench (mono-boehm, mcs, guile-3.0, heaptrack,
 # gbrainy, xvfb) and the targets heaprec, heapman_preload, churn_program, mono_bench. Takes about
 # 8 minutes with RUNS 3 on 2 cores.
 set -euo pipefail
@@ -30,6 +31,8 @@ gbrainy_s=${GBRAINY_S:-15}
 frames=${GAME_FRAMES:-100000}
 rounds=${GUILE_ROUNDS:-300}
 events=${EVENTS:-10000000}
+rows=" ${ROWS:-mcs gbrainy game guile malloc} "
+want() { [[ $rows == *" $1 "* ]]; }
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath "$build")
 heaprec=$build/recorder/heaprec
@@ -38,14 +41,22 @@ game=$build/bench/MonoBench.exe
 for f in "$heaprec" "$churn" "$game"; do
   [[ -e $f ]] || { echo "run_recording_cost: $f not built" >&2; exit 1; }
 done
-for p in mono-boehm mcs guile heaptrack Xvfb; do
+needs=()
+want mcs || want gbrainy || want game && needs+=(mono-boehm)
+want mcs && needs+=(mcs)
+want gbrainy && needs+=(Xvfb)
+want guile && needs+=(guile)
+want malloc && needs+=(heaptrack)
+for p in "${needs[@]}"; do
   command -v "$p" >/dev/null || { echo "run_recording_cost: no $p (cmake/deps.sh test; cmake/deps.sh bench)" >&2; exit 1; }
 done
-mcs_exe=$(grep -o '[^ ]*mcs\.exe' "$(command -v mcs)" | head -1)
-gbrainy_exe=$(grep -o '[^ "]*gbrainy\.exe' "$(command -v gbrainy || echo /usr/games/gbrainy)" | head -1)
-gbrainy_exe=${gbrainy_exe//\$libdir/\/usr\/lib\/x86_64-linux-gnu}
-[[ -f $gbrainy_exe ]] || gbrainy_exe=/usr/lib/x86_64-linux-gnu/gbrainy/gbrainy.exe
-[[ -f $gbrainy_exe ]] || { echo "run_recording_cost: no gbrainy.exe (cmake/deps.sh bench)" >&2; exit 1; }
+want mcs && mcs_exe=$(grep -o '[^ ]*mcs\.exe' "$(command -v mcs)" | head -1)
+if want gbrainy; then
+  gbrainy_exe=$(grep -o '[^ "]*gbrainy\.exe' "$(command -v gbrainy || echo /usr/games/gbrainy)" | head -1)
+  gbrainy_exe=${gbrainy_exe//\$libdir/\/usr\/lib\/x86_64-linux-gnu}
+  [[ -f $gbrainy_exe ]] || gbrainy_exe=/usr/lib/x86_64-linux-gnu/gbrainy/gbrainy.exe
+  [[ -f $gbrainy_exe ]] || { echo "run_recording_cost: no gbrainy.exe (cmake/deps.sh bench)" >&2; exit 1; }
+fi
 
 start=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/recording-cost-XXXXXX")
@@ -194,14 +205,17 @@ namespace Game.Module$((i % 17))
 CS
   done
 }
-gen_project "$work/project" "$mcs_files"
+want mcs && gen_project "$work/project" "$mcs_files"
 
 # A virtual X server for gbrainy, on the first free display (-displayfd).
-exec 9<> <(:)
-Xvfb -displayfd 9 -screen 0 1024x768x24 -nolisten tcp >/dev/null 2>&1 &
-xvfb_pid=$!
-read -r -t 10 display <&9 || { echo "run_recording_cost: Xvfb did not start" >&2; exit 1; }
-exec 9<&-
+display=
+if want gbrainy; then
+  exec 9<> <(:)
+  Xvfb -displayfd 9 -screen 0 1024x768x24 -nolisten tcp >/dev/null 2>&1 &
+  xvfb_pid=$!
+  read -r -t 10 display <&9 || { echo "run_recording_cost: Xvfb did not start" >&2; exit 1; }
+  exec 9<&-
+fi
 memory_games="Memorize words, Memorize faces, Memorize numbers, Memorize figures and text, Counting dots"
 
 # one LABEL MODE: runs LABEL's program once in MODE (plain, rec, nostacks, dumps, heaptrack) and
@@ -252,6 +266,7 @@ plan=(
 echo "recording cost: $runs runs of each, in turn; $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for line in "${plan[@]}"; do
   read -r label modes <<<"$line"
+  want "$label" || continue
   for ((r = 1; r <= runs; r++)); do
     for mode in $modes; do
       one "$label" "$mode"
@@ -262,7 +277,7 @@ done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 # The malloc row's events: the program's own count (its last run's output).
-malloc_events=$(sed -nE 's/^plain: ([0-9]+) alloc.*/\1/p' out.txt)
+want malloc && malloc_events=$(sed -nE 's/^plain: ([0-9]+) alloc.*/\1/p' out.txt)
 
 row() {  # NAME LABEL MODE BASE_MODE: a CPU row
   local p r
@@ -273,27 +288,33 @@ row() {  # NAME LABEL MODE BASE_MODE: a CPU row
 echo
 echo "| row (CPU s, user + sys, median of $runs) | plain | recorded | ratio |"
 echo "| --- | --- | --- | --- |"
-row "mcs, $mcs_files files, managed stacks on" mcs rec plain
-row "mcs, \`--mono-stacks off\`" mcs nostacks plain
-row "gbrainy, ${gbrainy_s} s of memory games under Xvfb, stacks on" gbrainy rec plain
-row "gbrainy, \`--mono-stacks off\`" gbrainy nostacks plain
-row "Mono game ($frames frames), stacks on" game rec plain
-row "Mono game, \`--mono-stacks off\`" game nostacks plain
-awk -v p="$(med game plain 3)" -v r="$(med game rec 3)" -v o="$(med game nostacks 3)" \
+if want mcs; then
+  row "mcs, $mcs_files files, managed stacks on" mcs rec plain
+  row "mcs, \`--mono-stacks off\`" mcs nostacks plain
+fi
+if want gbrainy; then
+  row "gbrainy, ${gbrainy_s} s of memory games under Xvfb, stacks on" gbrainy rec plain
+  row "gbrainy, \`--mono-stacks off\`" gbrainy nostacks plain
+fi
+want game && row "Mono game ($frames frames), stacks on" game rec plain
+want game && row "Mono game, \`--mono-stacks off\`" game nostacks plain
+want game && awk -v p="$(med game plain 3)" -v r="$(med game rec 3)" -v o="$(med game nostacks 3)" \
   'BEGIN { printf "| Mono game, work ms (the program'"'"'s own), stacks on / off | %.1f | %.1f / %.1f | **%.2fx / %.2fx** |\n", p, r, o, r / p, o / p }'
-row "guile churning lists ($rounds rounds)" guile rec plain
-row "guile, \`--ram-dumps every\`" guile dumps plain
-row "guile, \`--ram-dumps every\` against recording without" guile dumps rec
-awk -v p="$(med malloc plain 1)" -v r="$(med malloc rec 1)" -v h="$(med malloc heaptrack 1)" \
+if want guile; then
+  row "guile churning lists ($rounds rounds)" guile rec plain
+  row "guile, \`--ram-dumps every\`" guile dumps plain
+  row "guile, \`--ram-dumps every\` against recording without" guile dumps rec
+fi
+want malloc && awk -v p="$(med malloc plain 1)" -v r="$(med malloc rec 1)" -v h="$(med malloc heaptrack 1)" \
   'BEGIN { printf "| malloc churn (%s), heaprec / heaptrack | %.3f | %.3f / %.3f | %.2fx / %.2fx: **%.2f** of heaptrack'"'"'s |\n", "'"$events"' events", p, r, h, r / p, h / p, (r / p) / (h / p) }'
-awk -v b="$(med malloc rec 4)" -v h="$(med malloc heaptrack 4)" -v n="$malloc_events" \
+want malloc && awk -v b="$(med malloc rec 4)" -v h="$(med malloc heaptrack 4)" -v n="$malloc_events" \
   'BEGIN { printf "| log bytes per malloc/free event (%d events), heaprec / heaptrack | | %.2f / %.2f | |\n", n, b / n, h / n }'
 rss() {  # NAME LABEL MODE: a peak-RSS row
   awk -v n="$1" -v p="$(med "$2" plain 2)" -v r="$(med "$2" "$3" 2)" \
     'BEGIN { printf "| %s (MB) | %.0f | %.0f | **%.2fx** |\n", n, p / 1024, r / 1024, r / p }'
 }
-rss "resident memory, mcs, stacks on" mcs rec
-rss "resident memory, gbrainy, stacks on" gbrainy rec
-rss "resident memory, Mono game, stacks on" game rec
+want mcs && rss "resident memory, mcs, stacks on" mcs rec
+want gbrainy && rss "resident memory, gbrainy, stacks on" gbrainy rec
+want game && rss "resident memory, Mono game, stacks on" game rec
 echo
 echo "took $(($(date +%s) - start)) s"
