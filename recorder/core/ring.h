@@ -120,8 +120,8 @@ struct StackMemo {
 inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 
 // Growth: a ring is mapped at its largest (State::ringBytes) but used at `capacity`, a power of
-// two that starts smaller for every thread but the first (kFirstRingBytes) and doubles while the
-// writer falls more than half a ring behind it, so that many threads that record little keep
+// two that starts smaller (kFirstRingBytes; the first thread's kMainRingBytes) and doubles while
+// the writer falls more than half a ring behind it, so that threads that record little keep
 // little resident (a ring's pages stay resident once written). The producer doubles it only
 // where it wraps to offset 0 at a position P that is an odd multiple of C, the old capacity:
 // from P on, positions map to offsets by the new mask, so the new records fill [C, 2C) first
@@ -131,6 +131,7 @@ inline constexpr uint32_t kMaxEventBytes = 16384 + 256;  // payload + name
 // head that publishes anything at P, and one switch at a time (the producer grows again only
 // once the tail has passed the last P). ringOffset() is the consumer's side.
 inline constexpr uint64_t kFirstRingBytes = 1u << 20;
+inline constexpr uint64_t kMainRingBytes = 4u << 20;  // the first thread's (threads.cpp)
 
 struct alignas(64) Ring {
   // Fixed: written before the ring is published, read by both sides. A line of its own: the
