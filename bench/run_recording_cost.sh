@@ -20,9 +20,9 @@
 #   bench/run_recording_cost.sh BUILD_DIR [RUNS]
 # Environment: MCS_FILES (300), GBRAINY_S (15), GAME_FRAMES (100000), GUILE_ROUNDS (300),
 # EVENTS (10000000); ROWS: the programs to run, of "mcs gbrainy game guile malloc" (all of them;
-# ROWS="mcs gbrainy game" is the Mono rows alone, ~5 minutes with RUNS 3). Needs cmake/deps.sh test and bench (mono-boehm, mcs, guile-3.0, heaptrack,
-# gbrainy, xvfb) and the targets heaprec, heapman_preload, churn_program, mono_bench. Takes about
-# 8 minutes with RUNS 3 on 2 cores.
+# ROWS="mcs gbrainy game" is the Mono rows alone, ~5 minutes with RUNS 3). Needs cmake/deps.sh
+# test and bench (mono-boehm, mcs, guile-3.0, heaptrack, gbrainy, xvfb) and the targets heaprec,
+# heapman_preload, churn_program, mono_bench. Takes about 8 minutes with RUNS 3 on 2 cores.
 set -euo pipefail
 build=${1:?usage: run_recording_cost.sh BUILD_DIR [RUNS]}
 runs=${2:-3}

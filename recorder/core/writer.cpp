@@ -114,7 +114,8 @@ void Writer::run() {
   if (getenv(env::kStats) && (managedHits_ || managedMisses_ || stacks_.stats.walked))
     say("stacks: managed cache %llu hits, %llu misses; stack table %llu cached, %llu by hash, "
         "%llu walked, %llu nodes",
-        static_cast<unsigned long long>(managedHits_), static_cast<unsigned long long>(managedMisses_),
+        static_cast<unsigned long long>(managedHits_),
+        static_cast<unsigned long long>(managedMisses_),
         static_cast<unsigned long long>(stacks_.stats.cached),
         static_cast<unsigned long long>(stacks_.stats.byHash),
         static_cast<unsigned long long>(stacks_.stats.walked),

@@ -10,8 +10,8 @@ __thread LastStack t_lastNoShadow HEAPMAN_TLS;  // a thread without a shadow sta
 
 namespace {
 
-pthread_key_t g_shadowKey;
-std::atomic<uint64_t> g_filtered{0}, g_instrumented{0};  // onFilter's answers (HEAPMAN_STATS)  // its destructor unmaps an exiting thread's shadow stack
+pthread_key_t g_shadowKey;  // its destructor unmaps an exiting thread's shadow stack
+std::atomic<uint64_t> g_filtered{0}, g_instrumented{0};  // onFilter's answers (HEAPMAN_STATS)
 
 void freeShadow(void* p) {
   t_shadow = nullptr;
@@ -193,7 +193,8 @@ MonoProfilerCallInstrumentationFlags onFilter(MonoProfiler*, MonoMethod* method)
   bool wrapper = name && std::strncmp(name, "(wrapper ", 9) == 0;
   if (name) m.mono_free(name);
   g_filtered.fetch_add(1, std::memory_order_relaxed);
-  if (wrapper || (g_skipLeaves && !mayAllocate(method, 0))) return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
+  if (wrapper || (g_skipLeaves && !mayAllocate(method, 0)))
+    return MONO_PROFILER_CALL_INSTRUMENTATION_NONE;
   g_instrumented.fetch_add(1, std::memory_order_relaxed);
   return static_cast<MonoProfilerCallInstrumentationFlags>(
       MONO_PROFILER_CALL_INSTRUMENTATION_ENTER | MONO_PROFILER_CALL_INSTRUMENTATION_LEAVE |
