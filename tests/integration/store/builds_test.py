@@ -43,7 +43,8 @@ import urllib.request
 import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 
-from recorded import Work
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from recorded import Work  # noqa: E402
 
 HEAPMAN, HEAPREC, GC_GAME = (os.path.realpath(a) for a in sys.argv[1:4])
 CLICKHOUSE = sys.argv[4] if len(sys.argv) > 4 else ""

@@ -31,7 +31,8 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from recorded import Work
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from recorded import Work  # noqa: E402
 
 HEAPMAN, HEAPREC, GC_GAME, REPORT_JS = (os.path.realpath(a) for a in sys.argv[1:5])
 CHROMIUM = sys.argv[5] if len(sys.argv) > 5 else ""
