@@ -218,7 +218,7 @@ TEST_CASE("clickhouse: trend's figures of whole runs (GC count, pause p99, leak 
   storetest::checkRunFigures(*st);
 }
 
-TEST_CASE("clickhouse: a user with a password; a wrong one is a clear error that never prints it") {
+TEST_CASE("clickhouse: a user with a password, and a wrong one is a clear error that never prints it") {
   // The password holds ':', '@' and '/': %XX in the URL.
   Server server("<ci><password>pa:ss@w/rd</password><networks><ip>127.0.0.1</ip></networks>"
                 "<profile>default</profile><quota>default</quota></ci>");

@@ -164,7 +164,7 @@ TEST_CASE("follow: each growth replays only what was appended, and the replay th
   CHECK(live.resolve("gc:24") == complete.resolve("gc:24"));
 }
 
-TEST_CASE("follow: a log recorded again is another file; damage appended ends the log before it",
+TEST_CASE("follow: a log recorded again is another file, and damage appended ends the log before it",
           "[replay][index]") {
   Dir dir;
   const std::vector<uint8_t> whole = makeWorkload(34, 12, 100, 512, /*lost=*/false);
