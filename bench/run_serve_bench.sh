@@ -72,6 +72,7 @@ for n in range(1, info.get("gcs", 0) + 1):
         dumped.append(n)
 times = {"blame": [], "map": [], "paths": []}
 errors = {k: 0 for k in times}
+reasons = {}  # "map 503": count (an HTTP status, or the exception's name)
 lock = threading.Lock()
 
 def client(seed):
@@ -93,14 +94,17 @@ def client(seed):
             r = conn.getresponse()
             r.read()
             ok = r.status == 200
-        except Exception:
+            why = str(r.status)
+        except Exception as e:
             ok = False
+            why = type(e).__name__
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
         dt = (time.perf_counter() - t) * 1000
         with lock:
             times[kind].append(dt)
             if not ok:
                 errors[kind] += 1
+                reasons[kind + " " + why] = reasons.get(kind + " " + why, 0) + 1
 
 t0 = time.perf_counter()
 ts = [threading.Thread(target=client, args=(s,)) for s in range(clients)]
@@ -122,5 +126,8 @@ for k, v in times.items():
     if v:
         print("| %s | %d | %d | %.0f | %.0f | %.0f |" % (k, len(v), errors[k], pct(v, 50),
                                                         pct(v, 99), max(v)))
+if reasons:
+    print()
+    print("errors: " + ", ".join("%s x%d" % (k, n) for k, n in sorted(reasons.items())))
 sys.exit(1 if sum(errors.values()) else 0)
 PY
