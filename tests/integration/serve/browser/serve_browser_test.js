@@ -228,6 +228,25 @@ async function openBrowser() {
 const dataset = page => page.evaluate(() => ({ ...document.documentElement.dataset }));
 
 // A log being written: the page follows it.
+// A followed live.hml once its recorder finished: when the page has drawn the last generation,
+// it shows the log's end, every GC, and blame there as heapman (with `blameArgs`) gives it, with
+// no JavaScript error.
+async function checkFinished(page, blameArgs) {
+  await page.waitForFunction(async () => {
+    const s = await (await fetch('api/status')).json();
+    const d = document.documentElement.dataset;
+    return s.complete && d.generation === String(s.generation) && d.state === 'ready';
+  }, { timeout: 20000, polling: 200 });
+  const d = await dataset(page);
+  const info = JSON.parse(hm(['info', 'live.hml', '--json', '-']));
+  check(d.point, 'seq:' + info.last_seq, 'the page follows the end of the log');
+  check(Number(d.gcs), JSON.parse(hm(['gcs', 'live.hml', '--json', '-'])).gcs.length, 'every GC on the timeline');
+  const blame = JSON.parse(hm(['blame', 'live.hml', ...blameArgs, '--at', d.point, '--stacks', '--top', '50', '--json', '-']));
+  check(await table(page, 'blame'), asTable(blame.functions, BLAME_KEYS, BLAME_TITLES), `blame at ${d.point}`);
+  check(d.jsErrors, '0', 'the page counted no error');
+  check(problems, [], 'no JavaScript error, console error or failed request');
+}
+
 async function live() {
   const script = "(let loop ((i 0) (keep '())) (when (< i 60) (gc) (usleep 100000) " +
                  "(loop (+ i 1) (cons (make-vector 1000 i) keep))))";
@@ -257,19 +276,7 @@ async function live() {
   assert.ok(redrawn >= 3, `the answers at the end of the log redrawn as it grew (${redrawn} times)`);
 
   // Once the log is complete: the page's last answers are heapman's on the finished log.
-  await page.waitForFunction(async () => {
-    const s = await (await fetch('api/status')).json();
-    const d = document.documentElement.dataset;
-    return s.complete && d.generation === String(s.generation) && d.state === 'ready';
-  }, { timeout: 20000, polling: 200 });
-  const d = await dataset(page);
-  const info = JSON.parse(hm(['info', 'live.hml', '--json', '-']));
-  check(d.point, 'seq:' + info.last_seq, 'the page follows the end of the log');
-  check(Number(d.gcs), JSON.parse(hm(['gcs', 'live.hml', '--json', '-'])).gcs.length, 'every GC on the timeline');
-  const blame = JSON.parse(hm(['blame', 'live.hml', '--no-symbols', '--at', d.point, '--stacks', '--top', '50', '--json', '-']));
-  check(await table(page, 'blame'), asTable(blame.functions, BLAME_KEYS, BLAME_TITLES), `blame at ${d.point}`);
-  check(d.jsErrors, '0', 'the page counted no error');
-  check(problems, [], 'no JavaScript error, console error or failed request');
+  await checkFinished(page, ['--no-symbols']);
   console.log(`serve browser test (live): ${checks} checks passed`);
 }
 
@@ -315,19 +322,7 @@ async function servedByHeaprec() {
   check(err.split('\n').filter(l => l && !l.startsWith('heaprec: ')), [], 'the game wrote nothing on stderr');
 
   // The finished log, still served: the page's last answers are heapman's.
-  await page.waitForFunction(async () => {
-    const s = await (await fetch('api/status')).json();
-    const d = document.documentElement.dataset;
-    return s.complete && d.generation === String(s.generation) && d.state === 'ready';
-  }, { timeout: 20000, polling: 200 });
-  const d = await dataset(page);
-  const info = JSON.parse(hm(['info', 'live.hml', '--json', '-']));
-  check(d.point, 'seq:' + info.last_seq, 'the page follows the end of the log');
-  check(Number(d.gcs), JSON.parse(hm(['gcs', 'live.hml', '--json', '-'])).gcs.length, 'every GC on the timeline');
-  const blame = JSON.parse(hm(['blame', 'live.hml', '--at', d.point, '--stacks', '--top', '50', '--json', '-']));
-  check(await table(page, 'blame'), asTable(blame.functions, BLAME_KEYS, BLAME_TITLES), `blame at ${d.point}`);
-  check(d.jsErrors, '0', 'the page counted no error');
-  check(problems, [], 'no JavaScript error, console error or failed request');
+  await checkFinished(page, []);
   rec.kill('SIGINT');
   await ended;
   check(exited, 0, "Ctrl-C: heaprec ends with the game's exit status");
