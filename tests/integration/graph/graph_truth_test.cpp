@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -340,6 +341,76 @@ TEST_CASE("heapman paths: root paths to DOT and GEXF that the tools open", "[gra
   CHECK(sh(base, out) == 2);
   CHECK(sh(base + list4 + " --dot /dev/full", out) == 1);
   CHECK(out.find("No space left on device") != std::string::npos);
+}
+
+// paths --type: the picture merges the listed paths per type and depth, and each of its edges
+// counts the paths that take it (the DOT's "xN") with the field they take it by, or none when
+// merged pointers come from different fields. Every object's path is listed (--max-paths above
+// the objects), so the CSV's steps give each edge's count and fields on their own.
+TEST_CASE("heapman paths --type: merged edges count the listed paths through them", "[graph][truth]") {
+  const Truth& t = truth();
+  std::string dot = t.dir + "/type_paths.dot", out;
+  REQUIRE(sh(std::string("'") + GRAPH_HEAPMAN + "' paths '" + t.log + "' --at gc:" +
+                 std::to_string(t.gc) + " --type . --max-paths 100000 --no-symbols --csv - --dot '" +
+                 dot + "'",
+             out) == 0);
+  INFO(out);
+  // From the CSV (path,step,node,type,field,...): a step is keyed as the picture merges it.
+  struct Edge {
+    unsigned count = 0;
+    std::set<std::string> fields;
+  };
+  std::map<std::pair<std::string, std::string>, Edge> expected;
+  std::istringstream in(out);
+  std::string line, lastPath, lastKey;
+  size_t paths = 0;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> col;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) col.push_back(c);
+    REQUIRE(col.size() >= 5);
+    bool root = col[1] == "0";
+    std::string key = root ? "root " + col[2] : "type " + col[3] + " @" + col[1];
+    if (col[0] != lastPath) {
+      ++paths;
+      REQUIRE(root);
+    } else if (key != lastKey) {
+      Edge& e = expected[{lastKey, key}];
+      ++e.count;
+      e.fields.insert(col[4]);
+    }
+    lastPath = col[0], lastKey = key;
+  }
+  REQUIRE(paths >= 15);  // the truth's objects, each its own path
+  std::multiset<std::string> want, got;
+  for (const auto& [k, e] : expected) {
+    std::string field;
+    if (e.fields.size() == 1) {
+      char hex[32];
+      std::snprintf(hex, sizeof hex, "+0x%llx", std::stoull(e.fields.begin()->substr(1)));
+      field = hex;
+    }
+    want.insert(field + " x" + std::to_string(e.count));
+  }
+  // The DOT's edges: `nA -> nB [label="+0xOFF xN"]`, the field or the count left out when
+  // merged or 1.
+  std::ifstream d(dot);
+  while (std::getline(d, line)) {
+    if (line.find(" -> ") == std::string::npos) continue;
+    size_t q = line.find("label=\"");
+    REQUIRE(q != std::string::npos);
+    std::string label = line.substr(q + 7, line.find('"', q + 7) - q - 7);
+    std::string field = label.rfind("+0x", 0) == 0 ? label.substr(0, label.find(' ')) : "";
+    size_t x = label.find('x', field.size());
+    std::string count = x == std::string::npos ? "1" : label.substr(x + 1);
+    got.insert(field + " x" + count);
+  }
+  CHECK(got == want);
+  CHECK(want.size() >= 5);
+  CHECK(std::any_of(expected.begin(), expected.end(),
+                    [](const auto& e) { return e.second.count > 1; }));
 }
 
 // graph: the whole graph collapsed per type, opened by the real tools; the truth program's
