@@ -2,6 +2,11 @@
 // bytes allocated per AllocInfo (the top colours) and live bytes over the log (the timeline), in
 // one forward replay with an observer.
 #include <algorithm>
+#include <chrono>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <string>
 
 #include "heapman/map/heap_map.h"
 
@@ -69,16 +74,55 @@ LogScan scanLog(replay::Replay& r, size_t samples) {
 }
 
 std::shared_ptr<const LogScan> sharedScan(replay::Replay& r, size_t samples) {
-  thread_local uint64_t serial = 0;
-  thread_local size_t bins = 0;
-  thread_local std::shared_ptr<const LogScan> kept;
-  if (!kept || serial != r.serial() || bins != samples) {
-    kept.reset();  // the last log's, before this one's is made
-    kept = std::make_shared<const LogScan>(scanLog(r, samples));
-    serial = r.serial();
-    bins = samples;
+  // Kept for the whole process, by what the scan depends on (the log file and how much of it
+  // the replay covers), so that heapman serve's workers, each with a replay of its own, scan a
+  // log once between them: the first asks, the others wait for its answer. The last two logs.
+  struct Key {
+    std::string name;
+    uint64_t fileBytes, endSeq, eventCount;
+    size_t chunks, samples;
+    bool operator==(const Key&) const = default;
+  };
+  using Scan = std::shared_future<std::shared_ptr<const LogScan>>;
+  static std::mutex m;
+  static std::deque<std::pair<Key, Scan>> kept;
+  const replay::LogTables& t = r.tables();
+  Key key{r.reader().name(), r.reader().fileSize(), t.endSeq, t.eventCount,
+          r.reader().chunks().size(), samples};
+  for (;;) {
+    std::promise<std::shared_ptr<const LogScan>> mine;
+    Scan scan;
+    {
+      std::lock_guard<std::mutex> lock(m);
+      auto it = std::find_if(kept.begin(), kept.end(), [&](const auto& k) { return k.first == key; });
+      if (it != kept.end()) {
+        scan = it->second;
+      } else {
+        kept.emplace_front(key, mine.get_future().share());
+        if (kept.size() > 2) kept.pop_back();
+      }
+    }
+    if (scan.valid()) {
+      try {
+        return scan.get();
+      } catch (const std::exception&) {
+        // The thread that scanned was stopped (its request cancelled): scan here instead.
+        std::lock_guard<std::mutex> lock(m);
+        std::erase_if(kept, [&](const auto& k) { return k.first == key && k.second.valid() &&
+                                                        k.second.wait_for(std::chrono::seconds(0)) ==
+                                                            std::future_status::ready; });
+        continue;
+      }
+    }
+    try {
+      auto made = std::make_shared<const LogScan>(scanLog(r, samples));
+      mine.set_value(made);
+      return made;
+    } catch (...) {
+      mine.set_exception(std::current_exception());
+      throw;
+    }
   }
-  return kept;
 }
 
 }  // namespace heapman::map

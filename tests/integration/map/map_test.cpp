@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "heapman/map/heap_map.h"
@@ -520,4 +522,30 @@ TEST_CASE("pictures drawn incrementally keep the counts and cover of a repaint",
     ++pictures;
   }
   CHECK(pictures == 60);
+}
+
+// heapman serve's workers each replay the log on their own thread: the scan behind their
+// pictures is made once between them (the others wait for the first) and equals scanLog's.
+TEST_CASE("replays of one log on several threads share one scan", "[map][truth]") {
+  const Truth& t = truth();
+  replay::ReplayOptions ro;
+  ro.notes = nullptr;
+  std::vector<std::shared_ptr<const map::LogScan>> got(3);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      replay::Replay r(t.log, ro);
+      got[i] = map::sharedScan(r, 64);
+    });
+  for (std::thread& th : threads) th.join();
+  REQUIRE(got[0]);
+  CHECK(got[1] == got[0]);
+  CHECK(got[2] == got[0]);
+  replay::Replay r(t.log, ro);
+  map::LogScan own = map::scanLog(r, 64);
+  CHECK(own.granules == got[0]->granules);
+  CHECK(own.allocBytes == got[0]->allocBytes);
+  CHECK(own.liveBytes == got[0]->liveBytes);
+  CHECK(map::sharedScan(r, 64) == got[0]);  // a later replay of the same log too
+  CHECK(map::sharedScan(r, 32) != got[0]);  // another number of samples is another scan
 }

@@ -49,9 +49,10 @@ struct LogScan {
 };
 // Replays the whole log from the start (the replay ends at its end).
 LogScan scanLog(replay::Replay& r, size_t samples = 1024);
-// scanLog()'s answer for the replay as it is now (its serial), kept by the calling thread until
-// it asks for another replay's: the pictures of one log share it (a shell's maps, heapman
-// serve's workers). The replay's state may move.
+// scanLog()'s answer for the log as the replay covers it now, kept by the process for the last
+// two logs asked: the pictures of one log share it (a shell's maps; heapman serve's workers,
+// whose replays of one log scan it once between them, the others waiting for the first). The
+// replay's state may move. Thread-safe.
 std::shared_ptr<const LogScan> sharedScan(replay::Replay& r, size_t samples = 1024);
 
 // The same scan as an observer, for a caller that replays the whole log anyway (the report's
