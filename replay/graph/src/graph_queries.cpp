@@ -45,48 +45,52 @@ const HeapGraph& GraphSession::at(uint64_t limit) {
                      "for the collection after a custom event)");
   uint32_t gc = p->gc;
   limit = p->limit;
-  if (!graph_ || graph_->gc() != gc) {
-    graph_.reset();
-    dom_.reset();
-    inDegree_.clear();
-    inOffsets_.clear();
-    inSources_.clear();
-    graph_ = HeapGraph::atGc(r_, store_, gc);
+  auto it = std::find_if(built_.begin(), built_.end(), [&](const auto& b) { return b->graph->gc() == gc; });
+  if (it != built_.end()) {
+    std::rotate(built_.begin(), it, it + 1);
+  } else {
+    if (built_.size() >= kKept) built_.pop_back();  // before the new one is built: its memory
+    auto b = std::make_unique<Built>();
+    b->graph = HeapGraph::atGc(r_, store_, gc);
+    built_.insert(built_.begin(), std::move(b));
   }
   r_.seek(limit);
-  return *graph_;
+  return *cur().graph;
 }
 
 const DominatorTree& GraphSession::dominatorTree() {
-  if (!dom_) {
-    const HeapGraph& g = *graph_;
+  Built& b = cur();
+  if (!b.dom) {
+    const HeapGraph& g = *b.graph;
     std::vector<uint64_t> sizes(g.nodeCount());
     for (uint32_t n = g.firstObject(); n < g.nodeCount(); ++n) sizes[n] = g.size(n);
-    dom_ = dominators(g.offsets(), g.targets(), 0, sizes);
+    b.dom = dominators(g.offsets(), g.targets(), 0, sizes);
   }
-  return *dom_;
+  return *b.dom;
 }
 
 std::span<const uint32_t> GraphSession::incoming(uint32_t n) {
-  const HeapGraph& g = *graph_;
-  if (inOffsets_.empty()) {
-    inOffsets_.assign(g.nodeCount() + 1, 0);
-    for (uint32_t t : g.targets()) ++inOffsets_[t + 1];
-    for (uint32_t i = 0; i < g.nodeCount(); ++i) inOffsets_[i + 1] += inOffsets_[i];
-    inSources_.resize(g.targets().size());
-    std::vector<uint32_t> fill(inOffsets_.begin(), inOffsets_.end() - 1);
+  Built& b = cur();
+  const HeapGraph& g = *b.graph;
+  if (b.inOffsets.empty()) {
+    b.inOffsets.assign(g.nodeCount() + 1, 0);
+    for (uint32_t t : g.targets()) ++b.inOffsets[t + 1];
+    for (uint32_t i = 0; i < g.nodeCount(); ++i) b.inOffsets[i + 1] += b.inOffsets[i];
+    b.inSources.resize(g.targets().size());
+    std::vector<uint32_t> fill(b.inOffsets.begin(), b.inOffsets.end() - 1);
     for (uint32_t v = 0; v < g.nodeCount(); ++v)
-      for (uint32_t t : g.out(v)) inSources_[fill[t]++] = v;
+      for (uint32_t t : g.out(v)) b.inSources[fill[t]++] = v;
   }
-  return {inSources_.data() + inOffsets_[n], inSources_.data() + inOffsets_[n + 1]};
+  return {b.inSources.data() + b.inOffsets[n], b.inSources.data() + b.inOffsets[n + 1]};
 }
 
 const std::vector<uint32_t>& GraphSession::inDegrees() {
-  if (inDegree_.empty()) {
-    inDegree_.assign(graph_->nodeCount(), 0);
-    for (uint32_t t : graph_->targets()) ++inDegree_[t];
+  Built& b = cur();
+  if (b.inDegree.empty()) {
+    b.inDegree.assign(b.graph->nodeCount(), 0);
+    for (uint32_t t : b.graph->targets()) ++b.inDegree[t];
   }
-  return inDegree_;
+  return b.inDegree;
 }
 
 GraphSession& graphSessionFor(replay::Replay& r) {

@@ -38,17 +38,25 @@ class GraphSession {
   // built on first use (O(edges)), then O(in-degree) a query.
   std::span<const uint32_t> incoming(uint32_t n);
   // The current graph (precondition: at() succeeded).
-  const HeapGraph& graph() const { return *graph_; }
+  const HeapGraph& graph() const { return *cur().graph; }
   replay::Replay& replay() { return r_; }
   DumpStore& store() { return store_; }
 
  private:
-  std::vector<uint32_t> inDegree_;
-  std::vector<uint32_t> inOffsets_, inSources_;
+  // A dumped GC's graph and what was computed over it. The last kKept asked stay, most recent
+  // first: questions alternating between a few dumps (heapman serve's clients) build each once.
+  struct Built {
+    std::unique_ptr<HeapGraph> graph;
+    std::optional<DominatorTree> dom;
+    std::vector<uint32_t> inDegree;
+    std::vector<uint32_t> inOffsets, inSources;
+  };
+  static constexpr size_t kKept = 3;
+  Built& cur() { return *built_.front(); }
+  const Built& cur() const { return *built_.front(); }
   replay::Replay& r_;
   DumpStore store_;
-  std::unique_ptr<HeapGraph> graph_;
-  std::optional<DominatorTree> dom_;
+  std::vector<std::unique_ptr<Built>> built_;
 };
 
 // The dumped GC that a resolved point names, by at()'s rule (just after it, or the first
