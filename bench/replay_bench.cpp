@@ -63,9 +63,17 @@ int full(const std::string& path) {
   return 0;
 }
 
-int seek(const std::string& path, int n) {
+// EVERY and SHARE (ReplayOptions::checkpointEvents, indexShare) other than the defaults build
+// an index of their own next to the log (LOG.EVERY-SHARE.hmx); `anySeq`: random sequence points
+// (what heapman serve is asked) rather than GCs.
+int seek(const std::string& path, int n, uint64_t every, uint64_t share, bool anySeq) {
   ReplayOptions o;
   o.notes = nullptr;
+  if (every != o.checkpointEvents || share != o.indexShare) {
+    o.checkpointEvents = every;
+    o.indexShare = share;
+    o.indexPath = path + "." + std::to_string(every) + "-" + std::to_string(share) + ".hmx";
+  }
   double t0 = now();
   { Replay warm(path, o); }  // builds the index file when missing or stale
   double t1 = now();
@@ -79,7 +87,7 @@ int seek(const std::string& path, int n) {
   std::vector<uint64_t> points;
   // GCs when the log has them, else sequence points.
   for (const GcRecord& g : r.tables().gcs)
-    if (g.ended) points.push_back(g.endSeq + 1);
+    if (g.ended && !anySeq) points.push_back(g.endSeq + 1);
   bool gcs = !points.empty();
   if (!gcs)
     for (int i = 0; i < n; ++i) points.push_back(first + rng() % (end - first));
@@ -125,13 +133,18 @@ int memory(const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: replay_bench full|seek|memory LOG [N]\n");
+    std::fprintf(stderr, "usage: replay_bench full|seek|seekseq|memory LOG [N [EVERY SHARE]]\n");
     return 2;
   }
   std::string mode = argv[1];
   try {
     if (mode == "full") return full(argv[2]);
-    if (mode == "seek") return seek(argv[2], argc > 3 ? std::atoi(argv[3]) : 50);
+    if (mode == "seek" || mode == "seekseq") {
+      ReplayOptions d;
+      return seek(argv[2], argc > 3 ? std::atoi(argv[3]) : 50,
+                  argc > 5 ? std::stoull(argv[4]) : d.checkpointEvents,
+                  argc > 5 ? std::stoull(argv[5]) : d.indexShare, mode == "seekseq");
+    }
     if (mode == "memory") return memory(argv[2]);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "replay_bench: %s\n", e.what());
