@@ -96,11 +96,17 @@ bool Session::holdsMemory() const {
 
 std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel, bool useIndex,
-                                       bool lazy, bool follow) {
+                                       bool lazy, bool follow,
+                                       const replay::ReplayOptions* index) {
   auto s = std::make_unique<Session>();
   s->path = path;
   s->symbolize = symbolize;
   replay::ReplayOptions o;
+  if (index) {
+    o.indexPath = index->indexPath;
+    o.checkpointEvents = index->checkpointEvents;
+    o.indexShare = index->indexShare;
+  }
   s->progress = std::make_shared<ProgressBar>();
   s->progress->restart("indexing " + fs::path(path).filename().string());
   o.progress = [bar = s->progress](uint64_t d, uint64_t t) { (*bar)(d, t); };

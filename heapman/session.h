@@ -50,10 +50,13 @@ struct Session {
   // `lazy`: a fresh log is indexed only as far as the command's points (the verb's prefixOnly).
   // `follow`: the log is being written; replay->grow() takes in what is written next
   // (ReplayOptions::follow).
+  // `index`: where the index file is and how dense its checkpoints (indexPath, checkpointEvents,
+  // indexShare are taken from it); the default one otherwise.
   static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
                                        const std::atomic<bool>* cancel = nullptr,
                                        bool useIndex = true, bool lazy = false,
-                                       bool follow = false);
+                                       bool follow = false,
+                                       const replay::ReplayOptions* index = nullptr);
   // The log holds the program's memory (RAM dump chunks): files made from it are private (0600).
   bool holdsMemory() const;
 };
