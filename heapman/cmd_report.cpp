@@ -78,7 +78,8 @@ int run(Session& s, const VerbOptions& vm) {
   // The heap maps' scan of the log rides on the run's own pass.
   std::optional<map::LogScanner> scanner;
   if (fo.maxFrames) scanner.emplace(*s.replay);
-  b.addRun(*s.replay, *s.namer, ex, s.path, scanner ? &*scanner : nullptr);
+  b.addRun(*s.replay, *s.namer, ex, s.path, scanner ? &*scanner : nullptr,
+           report::frameStarts(*s.replay, fo));
   // Views from other libraries join as b.addSection({id, title, kind, json, run}) (kinds
   // "table" and "frames", or one report.js registers: docs/DESIGN.md 3.10).
   std::vector<std::string> leftOut;
@@ -114,7 +115,7 @@ int run(Session& s, const VerbOptions& vm) {
     std::optional<map::LogScanner> otherScanner;
     if (fo.maxFrames) otherScanner.emplace(*other->replay);
     b.addRun(*other->replay, *other->namer, ex, other->path,
-             otherScanner ? &*otherScanner : nullptr);
+             otherScanner ? &*otherScanner : nullptr, report::frameStarts(*other->replay, fo));
     sections(*other, 1, otherScanner);
     b.addComparison(*s.replay, *s.namer, *other->replay, *other->namer, ex);
     if (const auto& damage = other->replay->damage()) {

@@ -894,6 +894,24 @@ void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
                              [](uint64_t l, const Index::CheckpointRef& c) { return l < c.position; });
   bool haveCp = it != cps.begin();
   const Index::CheckpointRef* cp = haveCp ? &*(it - 1) : nullptr;
+  // A kept state at or before the limit, when it is nearer than the checkpoint (and, forward,
+  // ahead of the state).
+  auto k = std::upper_bound(kept_.begin(), kept_.end(), limit,
+                            [](uint64_t l, const KeptState& s) { return l < s.position; });
+  if (k != kept_.begin() && (!cp || (k - 1)->position >= cp->position) &&
+      (limit < position_ || (k - 1)->position > position_)) {
+    const KeptState& s = *(k - 1);
+    live_ = s.live;
+    counters_ = s.counters;
+    pending_ = s.pending;
+    position_ = s.position;
+    chunk_ = s.chunk;
+    consumed_ = s.consumed;
+    reserveUpTo(limit);
+    runForward(limit, nullptr);
+    live_.shrinkToFit();
+    return;
+  }
   if (limit >= position_) {
     // Forward: jump only when the checkpoint is ahead by more events than it holds objects.
     if (cp && cp->position > position_ && cp->position - position_ > cp->liveObjects)
@@ -918,6 +936,16 @@ void Replay::reserveUpTo(uint64_t limit) {
     if (g.ended && g.endSeq >= position_ && g.endSeq < limit)
       most = std::max(most, g.liveObjects + g.collectedObjects);
   if (most > live_.size()) live_.reserve(static_cast<size_t>(most + most / 4));
+}
+
+bool Replay::keepState() {
+  if (pass_ || suspended_ || keptBytes_ + live_.memoryBytes() > kKeptBytes) return false;
+  auto at = std::lower_bound(kept_.begin(), kept_.end(), position_,
+                             [](const KeptState& s, uint64_t p) { return s.position < p; });
+  if (at != kept_.end() && at->position == position_) return true;
+  keptBytes_ += live_.memoryBytes();
+  kept_.insert(at, KeptState{position_, chunk_, consumed_, live_, counters_, pending_});
+  return true;
 }
 
 void Replay::replayFromStart(uint64_t limit) {

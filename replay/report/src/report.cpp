@@ -195,7 +195,8 @@ void writeFlame(JsonWriter& w, Interner& in, std::vector<replay::FoldedLine> lin
 }  // namespace
 
 void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay::Exclusions& ex,
-                     const std::string& label, replay::Observer* also) {
+                     const std::string& label, replay::Observer* also,
+                     const std::vector<uint64_t>& keepAt) {
   const LogTables& t = r.tables();
   const int runIndex = static_cast<int>(runs_.size());
   uint64_t first = r.resolve("start"), last = r.resolve("end");
@@ -268,7 +269,17 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   if (!t.churnSpansIndexed) both.list.push_back(&counted);
   if (also) both.list.push_back(also);
   r.seek(first);
+  // Where the pass keeps the state for later (keepAt), in order with the points.
+  std::vector<uint64_t> keep;
+  for (uint64_t k : keepAt)
+    if (k >= first && k <= last) keep.push_back(k);
+  std::sort(keep.begin(), keep.end());
+  auto nextKeep = keep.begin();
   for (uint64_t limit : pointLimits) {
+    for (; nextKeep != keep.end() && *nextKeep <= limit; ++nextKeep) {
+      r.seek(*nextKeep, &both);
+      r.keepState();
+    }
     r.seek(limit, &both);
     points[limit] = pointAt(limit);
   }

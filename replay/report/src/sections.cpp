@@ -109,18 +109,19 @@ std::optional<Section> leakSection(replay::Replay& r, replay::FrameNamer& namer,
   return Section{"leaks-" + std::to_string(run), "Leak suspects", "table", w.take(), run};
 }
 
-std::optional<Section> mapSection(replay::Replay& r, const std::string& title, int run,
-                                  const FramesOptions& o, std::string* why,
-                                  const map::LogScan* scan) {
+namespace {
+
+struct FramePoint {
+  uint64_t limit;
+  std::string name, label;
+};
+
+// mapSection's pictures, and in `chosen` how they were chosen.
+std::vector<FramePoint> framePoints(replay::Replay& r, const FramesOptions& o, std::string& chosen) {
   const replay::LogTables& t = r.tables();
   // The points: those `heapman leaks` compares by default (each occurrence of the custom event
   // that repeats most, taken after the GC that follows it), else the GCs, else positions.
-  struct Point {
-    uint64_t limit;
-    std::string name, label;
-  };
-  std::vector<Point> points;
-  std::string chosen;
+  std::vector<FramePoint> points;
   try {
     graph::GraphSession gs(r);
     leaks::LeaksRequest req;
@@ -158,6 +159,34 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
     }
     chosen = "at even positions (no custom event repeats, no GC)";
   }
+  return points;
+}
+
+// Where the picture at `limit` starts: the end of the last GC before it (its deaths since then
+// are drawn in red), or the point itself.
+uint64_t frameStart(const replay::LogTables& t, uint64_t limit) {
+  uint64_t since = limit;
+  for (const replay::GcRecord& g : t.gcs)
+    if (g.ended && g.endSeq + 1 < limit) since = g.endSeq + 1;
+  return since;
+}
+
+}  // namespace
+
+std::vector<uint64_t> frameStarts(replay::Replay& r, const FramesOptions& o) {
+  std::string chosen;
+  std::vector<uint64_t> out;
+  if (!o.maxFrames) return out;
+  for (const FramePoint& p : framePoints(r, o, chosen)) out.push_back(frameStart(r.tables(), p.limit));
+  return out;
+}
+
+std::optional<Section> mapSection(replay::Replay& r, const std::string& title, int run,
+                                  const FramesOptions& o, std::string* why,
+                                  const map::LogScan* scan) {
+  const replay::LogTables& t = r.tables();
+  std::string chosen;
+  std::vector<FramePoint> points = framePoints(r, o, chosen);
   if (points.empty()) {
     if (why) *why = "the log has no events";
     return std::nullopt;
@@ -174,11 +203,9 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
     // Each picture as `heapman map --at POINT` draws it (a renderer of its own, the deaths since
     // the last GC before the point in red): two seeks from the nearest checkpoint, not a pass
     // over the log between the points.
-    for (const Point& p : points) {
+    for (const FramePoint& p : points) {
       if (pngBytes >= o.budgetBytes) break;
-      uint64_t since = p.limit;
-      for (const replay::GcRecord& g : t.gcs)
-        if (g.ended && g.endSeq + 1 < p.limit) since = g.endSeq + 1;
+      uint64_t since = frameStart(t, p.limit);
       map::MapRenderer m(r, nullptr, *scan, mo);
       r.seek(since);
       m.setNewSince(since);

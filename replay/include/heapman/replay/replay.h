@@ -287,6 +287,14 @@ class Replay {
   // Number of GcEnds before an object's birth.
   uint32_t epochOf(uint64_t birthSeq) const;
 
+  // Keeps a copy of the state as it is now, in memory, for later seeks to its position or past
+  // it (a seek starts from the nearest of the checkpoints and these). A caller that passes some
+  // points once and comes back to them (the report's heap-map frames after its forward pass)
+  // replays only from there. At most kKeptBytes in all (false beyond, and for a replay whose
+  // lazy index pass has not reached the end).
+  bool keepState();
+  static constexpr size_t kKeptBytes = size_t{1} << 30;
+
   // Replays every event from the start into a fresh state, without checkpoints (benchmarks and
   // the property tests' reference).
   void replayFromStart(uint64_t limit);
@@ -366,6 +374,17 @@ class Replay {
   size_t chunk_ = 0;          // index into recordChunks_ of the next chunk to decode
   uint64_t consumed_ = 0;     // records of chunk_ already applied (resume mid-chunk)
   std::vector<log::ChunkRef> recordChunks_;
+  // keepState()'s copies, by position ascending.
+  struct KeptState {
+    uint64_t position = 0;
+    size_t chunk = 0;
+    uint64_t consumed = 0;
+    LiveSet live;
+    Counters counters;
+    std::vector<std::pair<uint32_t, std::vector<uint64_t>>> pending;
+  };
+  std::vector<KeptState> kept_;
+  size_t keptBytes_ = 0;
 
   // Interning of AllocInfo during replay (ids in order of first use: the same in every pass).
   class InfoDict;

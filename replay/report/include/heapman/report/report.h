@@ -70,8 +70,11 @@ class Builder {
   // Throws ReplayError (a point the log does not have) and log::FormatError.
   // also: fed every birth and death of [start, end) once, in order, by the run's own pass (a
   // map::LogScanner for the heap-map section: no pass of its own).
+  // keepAt: limits the pass keeps the state at (Replay::keepState), for the seeks that come
+  // back to them later (mapSection's frames: frameStarts()).
   void addRun(replay::Replay& r, replay::FrameNamer& namer, const replay::Exclusions& ex,
-              const std::string& label, replay::Observer* also = nullptr);
+              const std::string& label, replay::Observer* also = nullptr,
+              const std::vector<uint64_t>& keepAt = {});
   // The first and second runs compared at their ends (compareLogs: per function and per type).
   void addComparison(replay::Replay& a, replay::FrameNamer& na, replay::Replay& b,
                      replay::FrameNamer& nb, const replay::Exclusions& ex);

@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "heapman/map/heap_map.h"
 #include "heapman/report/report.h"
@@ -38,6 +40,11 @@ struct FramesOptions {
 std::optional<Section> mapSection(replay::Replay& r, const std::string& title, int run,
                                   const FramesOptions& o, std::string* why,
                                   const map::LogScan* scan = nullptr);
+
+// Where mapSection's pictures start (the end of the last GC before each, whose deaths since it
+// are drawn in red): for Builder::addRun's keepAt, so that the run's pass keeps the state there
+// and each picture replays from it rather than from the nearest checkpoint.
+std::vector<uint64_t> frameStarts(replay::Replay& r, const FramesOptions& o);
 
 // RFC 4648 base64 (the data: URIs).
 std::string base64(const std::string& bytes);
