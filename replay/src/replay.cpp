@@ -907,12 +907,7 @@ void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
     position_ = s.position;
     chunk_ = s.chunk;
     consumed_ = s.consumed;
-    reserveUpTo(limit);
-    runForward(limit, nullptr);
-    live_.shrinkToFit();
-    return;
-  }
-  if (limit >= position_) {
+  } else if (limit >= position_) {
     // Forward: jump only when the checkpoint is ahead by more events than it holds objects.
     if (cp && cp->position > position_ && cp->position - position_ > cp->liveObjects)
       loadCheckpoint(static_cast<size_t>(cp - cps.data()));

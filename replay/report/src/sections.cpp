@@ -201,8 +201,8 @@ std::optional<Section> mapSection(replay::Replay& r, const std::string& title, i
     map::LogScan own;
     if (!scan) own = map::scanLog(r), scan = &own;
     // Each picture as `heapman map --at POINT` draws it (a renderer of its own, the deaths since
-    // the last GC before the point in red): two seeks from the nearest checkpoint, not a pass
-    // over the log between the points.
+    // the last GC before the point in red): two seeks from where it starts (a state the run's
+    // pass kept there, frameStarts, else the nearest checkpoint), not a pass between the points.
     for (const FramePoint& p : points) {
       if (pngBytes >= o.budgetBytes) break;
       uint64_t since = frameStart(t, p.limit);
