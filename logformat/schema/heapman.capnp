@@ -59,6 +59,10 @@ struct ChunkEntry {
   eventNameIds @6 :List(UInt32);  # LogString ids of custom events in the chunk
   firstTimeNs @7 :UInt64;
   lastTimeNs @8 :UInt64;
+  # Format minor 2, when Index.codeMarked: the chunk holds a record that frame names depend on
+  # (ModuleLoad, JitRange, MethodDef), so that a reader can take in the whole log's code before
+  # it reads the records up to a point.
+  namesCode @9 :Bool;
 }
 
 struct Index {
@@ -69,6 +73,8 @@ struct Index {
   recordCount @4 :UInt64;
   lostEvents @5 :UInt64;          # sum of Lost.count
   eventCount @6 :UInt64;          # event records written (those with sequence numbers)
+  codeMarked @7 :Bool;            # format minor 2: every ChunkEntry's namesCode is set exactly
+                                  # (false: older logs, unknown, read every chunk to know)
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -155,6 +155,7 @@ std::vector<uint8_t> encodeIndex(const IndexData& idx) {
   b.setRecordCount(idx.recordCount);
   b.setLostEvents(idx.lostEvents);
   b.setEventCount(idx.eventCount);
+  b.setCodeMarked(idx.codeMarked);
   auto list = b.initChunks(idx.chunks.size());
   for (size_t i = 0; i < idx.chunks.size(); ++i) {
     const IndexEntry& e = idx.chunks[i];
@@ -170,6 +171,7 @@ std::vector<uint8_t> encodeIndex(const IndexData& idx) {
     for (size_t j = 0; j < e.eventNameIds.size(); ++j) ev.set(j, e.eventNameIds[j]);
     c.setFirstTimeNs(e.firstTimeNs);
     c.setLastTimeNs(e.lastTimeNs);
+    c.setNamesCode(e.namesCode);
   }
   return pack(msg);
 }
@@ -184,6 +186,7 @@ IndexData decodeIndex(std::span<const uint8_t> bytes) {
     idx.recordCount = r.getRecordCount();
     idx.lostEvents = r.getLostEvents();
     idx.eventCount = r.getEventCount();
+    idx.codeMarked = r.getCodeMarked();
     for (auto c : r.getChunks()) {
       IndexEntry e;
       e.offset = c.getOffset();
@@ -195,6 +198,7 @@ IndexData decodeIndex(std::span<const uint8_t> bytes) {
       for (auto n : c.getEventNameIds()) e.eventNameIds.push_back(n);
       e.firstTimeNs = c.getFirstTimeNs();
       e.lastTimeNs = c.getLastTimeNs();
+      e.namesCode = c.getNamesCode();
       idx.chunks.push_back(std::move(e));
     }
     return idx;

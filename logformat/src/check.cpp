@@ -43,6 +43,7 @@ void LogCheck::beginRecords(const ChunkRef& c) {
   advance(c.number);
   next_ = c.number + size_t{1};
   chunk_ = &c;
+  namesCode_ = false;
   if (!any_ || c.header.firstSeq == position()) return;
   std::string before = "the records before it (chunk " + std::to_string(lastRecords_) + ") end at " +
                        std::to_string(position());
@@ -70,6 +71,14 @@ void LogCheck::endRecords() {
                ") ends at " + std::to_string(end) + ": a chunk out of order");
   pendingRam_.clear();
   lastRecords_ = c.number;
+  const std::optional<IndexData>& footer = reader_.index();
+  if (footer && footer->codeMarked && c.number < footer->chunks.size() &&
+      footer->chunks[c.number].namesCode != namesCode_)
+    fail(c, ErrorCode::kBadFooter,
+         namesCode_ ? "the footer index does not mark this chunk as naming code, but it holds "
+                      "ModuleLoad, JitRange or MethodDef records"
+                    : "the footer index marks this chunk as naming code (ModuleLoad, JitRange, "
+                      "MethodDef records), but it holds none");
 }
 
 void LogCheck::finish() {

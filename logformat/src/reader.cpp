@@ -316,7 +316,8 @@ bool LogReader::tryFooter() {
       c.offset = e.offset;
       c.header = readChunkHeader(e.offset, c.number);
       if (c.header.type != e.type || c.header.firstSeq != e.firstSeq ||
-          c.header.recordCount != e.recordCount || c.end() > idxOff)
+          c.header.recordCount != e.recordCount || c.end() > idxOff ||
+          (e.namesCode && e.type != static_cast<uint16_t>(ChunkType::kRecords)))
         return false;
       order.add(c);
       expect = c.end();

@@ -72,6 +72,7 @@ struct LogWriter::Impl {
   bool seqStarted = false;     // a records chunk with an event was written: globalNextSeq holds
   uint64_t endTime = 0;
   IndexData index;
+  bool rawRecords = false;  // a records chunk written raw: which chunks name code is unknown
   std::vector<uint8_t> scratch;
 
   void resetChunk() {
@@ -410,6 +411,8 @@ void LogWriter::writeExtended(ExtKind kind, const EventCommon* ev,
                               const std::vector<uint8_t>& body) {
   Impl& d = *impl_;
   if (ev) beginEvent(*ev);
+  if (kind == ExtKind::kModuleLoad || kind == ExtKind::kJitRange || kind == ExtKind::kMethodDef)
+    d.entry.namesCode = true;  // what frame names depend on (the footer's mark)
   d.t.putByte(tag::kExtended);
   d.m.putVarint(static_cast<uint32_t>(kind));
   d.m.putVarint(ev ? 2u : 0u);
@@ -624,6 +627,7 @@ void LogWriter::finish() {
   d.index.complete = true;
   d.index.endSeq = d.globalNextSeq;
   d.index.endTimeNs = d.endTime;
+  d.index.codeMarked = !d.rawRecords;
   std::vector<uint8_t> body = detail::encodeIndex(d.index);
   uint64_t at = offset_;
   writeChunk(static_cast<uint16_t>(ChunkType::kIndex), body.data(), body.size(),
@@ -642,7 +646,10 @@ void LogWriter::writeRawChunk(uint16_t type, std::span<const uint8_t> payload, u
   writeChunk(type, payload.data(), payload.size(), firstSeq, count, &entry);
   // Where raw records end is the caller's to know: the next records chunk starts at its first
   // event, and the caller makes that continue the raw chunk.
-  if (type == static_cast<uint16_t>(ChunkType::kRecords)) impl_->seqStarted = false;
+  if (type == static_cast<uint16_t>(ChunkType::kRecords)) {
+    impl_->seqStarted = false;
+    impl_->rawRecords = true;
+  }
 }
 
 }  // namespace heapman::log

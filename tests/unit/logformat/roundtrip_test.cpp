@@ -358,7 +358,9 @@ TEST_CASE("headers round-trip", "[roundtrip][header]") {
   CHECK(r.chunks().empty());
   CHECK(r.end().complete);
   REQUIRE(r.index().has_value());
-  CHECK(*r.index() == IndexData{true, {}, 0, 0, 0, 0});
+  IndexData empty{true, {}, 0, 0, 0, 0};
+  empty.codeMarked = true;
+  CHECK(*r.index() == empty);
 }
 
 TEST_CASE("the footer index describes every chunk exactly", "[roundtrip][index]") {
@@ -385,6 +387,7 @@ TEST_CASE("the footer index describes every chunk exactly", "[roundtrip][index]"
   IndexEntry e0{off0, 1, 10, 14, 12, {3}, {1}, 100, 90};
   IndexEntry e1{c0.end(), 2, 15, 14, 1, {3}, {}, 0, 0};
   IndexData want{true, {e0, e1}, 15, 250, 13, 5, 5};  // 5 events: seq 10..14
+  want.codeMarked = true;  // and no chunk names code
   REQUIRE(r.index().has_value());
   CHECK(*r.index() == want);
   CHECK(c0.header.firstSeq == 10);
@@ -410,6 +413,7 @@ TEST_CASE("the index matches the records of every chunk of a many-chunk log", "[
   REQUIRE(idx.chunks.size() == r.chunks().size());
   REQUIRE(r.chunks().size() >= 5);
   uint64_t nextSeq = 0, endTime = 0, total = 0, lost = 0;
+  size_t marked = 0;  // chunks that name code
   for (size_t k = 0; k < r.chunks().size(); ++k) {
     INFO("chunk " << k);
     const ChunkRef& c = r.chunks()[k];
@@ -441,6 +445,9 @@ TEST_CASE("the index matches the records of every chunk of a many-chunk log", "[
                   want.eventNameIds.end())
                 want.eventNameIds.push_back(x.nameId);
             if constexpr (std::is_same_v<T, Lost>) lost += x.count;
+            if constexpr (std::is_same_v<T, ModuleLoad> || std::is_same_v<T, JitRange> ||
+                          std::is_same_v<T, MethodDef>)
+              want.namesCode = true;
           },
           rec);
     }
@@ -449,7 +456,11 @@ TEST_CASE("the index matches the records of every chunk of a many-chunk log", "[
     total += want.recordCount;
     CHECK(c.header.firstSeq == want.firstSeq);
     CHECK(idx.chunks[k] == want);
+    marked += want.namesCode;
   }
+  CHECK(idx.codeMarked);
+  CHECK(marked > 0);
+  CHECK(marked < idx.chunks.size());
   CHECK(idx.complete);
   CHECK(idx.endSeq == nextSeq);
   CHECK(idx.endTimeNs == endTime);

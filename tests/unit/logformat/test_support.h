@@ -388,7 +388,8 @@ struct StringMaker<heapman::log::IndexEntry> {
     for (uint32_t g : e.gcNumbers) o << g << " ";
     o << "], events [";
     for (uint32_t n : e.eventNameIds) o << n << " ";
-    o << "], time " << e.firstTimeNs << ".." << e.lastTimeNs << "}";
+    o << "], time " << e.firstTimeNs << ".." << e.lastTimeNs << (e.namesCode ? ", code" : "")
+      << "}";
     return o.str();
   }
 };
@@ -397,7 +398,8 @@ struct StringMaker<heapman::log::IndexData> {
   static std::string convert(const heapman::log::IndexData& d) {
     std::ostringstream o;
     o << "{complete " << d.complete << ", endSeq " << d.endSeq << ", endTime " << d.endTimeNs
-      << ", records " << d.recordCount << ", lost " << d.lostEvents << ", chunks:";
+      << ", records " << d.recordCount << ", lost " << d.lostEvents << ", events "
+      << d.eventCount << ", code marked " << d.codeMarked << ", chunks:";
     for (const auto& e : d.chunks) o << "\n  " << StringMaker<heapman::log::IndexEntry>::convert(e);
     return o.str() + "}";
   }

@@ -14,6 +14,9 @@
 // - Allocations (and the new block of a realloc): address 0 (failed) or below kAddressLimit.
 // - Stack nodes: an id at most kStackIdSlack above the number of nodes defined before it (the
 //   recorder numbers nodes 1, 2, ... as it defines them; the replay's table is indexed by id).
+// - Code marks (format minor 2, the footer's Index.codeMarked): a records chunk's namesCode is
+//   set exactly when it holds a ModuleLoad, JitRange or MethodDef record (a lazily indexed
+//   replay reads the marked chunks first, for the frame names of the whole log). kBadFooter.
 // - RAM dump segments: one without bytes names content an earlier segment stored, of the same
 //   length (the heap graph copies those bytes). Only summarize() reads every segment; the graph
 //   verbs refuse such a segment when they load its dump.
@@ -51,7 +54,7 @@ class LogCheck {
   // and the RAM dump chunks since those records must not lie before where they end.
   void beginRecords(const ChunkRef& c);
   // c's records have all been through record(): RAM dump chunks before c must not have been
-  // written after c ends.
+  // written after c ends, and the footer's code mark of c must say what its records hold.
   void endRecords();
   // One segment of RAM dump chunk c (any order of chunks before finish(), file order within).
   void ramSegment(const ChunkRef& c, const RamSegment& s);
@@ -70,6 +73,9 @@ class LogCheck {
       if (r.id > nodes_ + kStackIdSlack) [[unlikely]]
         badStackNode(r.id);
       ++nodes_;
+    } else if constexpr (std::is_same_v<T, ModuleLoad> || std::is_same_v<T, JitRange> ||
+                         std::is_same_v<T, MethodDef>) {
+      namesCode_ = true;
     }
   }
   [[gnu::always_inline]] void event(uint64_t seq) {
@@ -109,6 +115,7 @@ class LogCheck {
   bool any_ = false;                 // an event was seen
   uint64_t last_ = 0;                // the last event's sequence number
   uint64_t nodes_ = 0;               // stack node records so far
+  bool namesCode_ = false;           // the chunk begun holds a record frame names depend on
   // RAM dump chunks since the last records chunk (copies: a growing log's list may move,
   // LogReader::grow()).
   std::vector<ChunkRef> pendingRam_;

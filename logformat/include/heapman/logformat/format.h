@@ -135,7 +135,7 @@ inline constexpr char kFooterMagic[8] = {'H', 'M', 'F', 'O', 'O', 'T', 'E', 'R'}
 // Bump kFormatMajor for a layout change old readers cannot follow; kFormatMinor for additions
 // (new extended kinds, new chunk types, new Cap'n Proto fields). Independent of release versions.
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;  // 1: TypeDef layouts
+inline constexpr uint16_t kFormatMinor = 2;  // 1: TypeDef layouts; 2: code chunks marked
 inline constexpr uint16_t kOldestMajor = 1;
 
 inline constexpr size_t kPrefixSize = 24;

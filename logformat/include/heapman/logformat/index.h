@@ -16,6 +16,7 @@ struct IndexEntry {
   std::vector<uint32_t> eventNameIds;
   uint64_t firstTimeNs = 0;
   uint64_t lastTimeNs = 0;
+  bool namesCode = false;  // holds ModuleLoad, JitRange or MethodDef records (when codeMarked)
   bool operator==(const IndexEntry&) const = default;
 };
 
@@ -27,6 +28,7 @@ struct IndexData {
   uint64_t recordCount = 0;
   uint64_t lostEvents = 0;
   uint64_t eventCount = 0;
+  bool codeMarked = false;  // the entries' namesCode is exact (format minor 2)
   bool operator==(const IndexData&) const = default;
 };
 

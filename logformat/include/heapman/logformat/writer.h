@@ -110,7 +110,8 @@ class LogWriter {
 
   // Writes raw bytes as a chunk of any type (tests use this for unknown chunk types). After a
   // records chunk, the next records chunk starts at its first event: the caller keeps the
-  // chunks' sequence numbers continuing each other (check.h).
+  // chunks' sequence numbers continuing each other (check.h). Its records are not read, so the
+  // footer then marks no chunk as naming code (Index.codeMarked false, as in an older log).
   void writeRawChunk(uint16_t type, std::span<const uint8_t> payload, uint64_t firstSeq,
                      uint32_t count);
 
