@@ -291,21 +291,33 @@ bool takesEffect(const Verb& v, const std::string& option, const Args& args) {
 }
 
 // Runs a verb on a session whose log may be indexed only as far as its points (the verb's
-// prefixOnly). Such an answer is held back until it is known to be the whole log's: where it
-// named a native frame outside every module loaded so far (a module's load can come after
-// allocations its code made), the whole log is read and the verb runs again.
-int runOnPrefix(const Verb& v, const std::unique_ptr<Session>& s, const VerbOptions& vm) {
+// prefixOnly). Where the open read the whole log's code records first (the footer marks their
+// chunks: Replay::codeAhead()), frames are named from them and the answer is the whole log's.
+// Otherwise it is held back until it is known to be: where it named a native frame outside
+// every module loaded so far (a module's load can come after allocations its code made), the
+// whole log is read and the verb runs again. Records that break the log's rules in a chunk
+// whose checksum holds (as only a faulty writer makes them) are met only when the pass reaches
+// them: the log is then opened again with the whole pass, which ends it before that chunk and
+// says so, as an open without the lazy index does, and the verb runs again.
+int runOnPrefix(const Verb& v, std::unique_ptr<Session>& s, const VerbOptions& vm) {
   if (s->replay->indexed()) return v.run(*s, vm);
+  const replay::LogCode* code = s->replay->codeAhead();
+  if (code) s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbolize, code);
   Console held;
   int rc;
   try {
     ConsoleScope scope(held);
     rc = v.run(*s, vm);
+  } catch (const log::FormatError&) {
+    if (s->replay->damage()) throw;
+    s = Session::open(s->path, s->symbolize, nullptr, true, false);
+    s->progress->restart(v.name);
+    return v.run(*s, vm);
   } catch (...) {
     std::fputs(held.err.c_str(), stderr);
     throw;
   }
-  if (!s->replay->indexed() && s->namer->namedOutsideModules()) {
+  if (!code && !s->replay->indexed() && s->namer->namedOutsideModules()) {
     s->replay->completeIndex();  // the pass goes on from where it stopped: nothing read twice
     s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbolize);
     return v.run(*s, vm);
@@ -325,7 +337,8 @@ int runOneShot(const Verb& v, const Args& args) {
       audit(v, vm);
       return rc;
     }
-    auto s = Session::open(log, !vm.count("no-symbols"), nullptr, true, v.prefixOnly);
+    std::unique_ptr<Session> s =
+        Session::open(log, !vm.count("no-symbols"), nullptr, true, v.prefixOnly);
     s->progress->restart(v.name);
     int rc = runOnPrefix(v, s, vm);
     s->progress->finish();

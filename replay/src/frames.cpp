@@ -49,8 +49,8 @@ std::string NamedFrame::location() const {
 
 // ---- FrameNamer ---------------------------------------------------------------------------------
 
-FrameNamer::FrameNamer(const LogTables& tables, bool symbolize)
-    : t_(tables), symbolize_(symbolize) {
+FrameNamer::FrameNamer(const LogTables& tables, bool symbolize, const LogCode* code)
+    : t_(tables), code_(code), symbolize_(symbolize) {
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (symbolize_) sym_ = std::make_unique<Symbolizer>();
 #endif
@@ -61,28 +61,28 @@ FrameNamer::FrameNamer(const LogTables& tables, bool symbolize)
 // and JIT ranges recorded since are taken in. Names already given stay (a module loaded later
 // over the same addresses names the frames after it, not those before).
 void FrameNamer::sync() {
-  if (t_.modules.size() == modulesSeen_ && t_.jitRanges.size() == jitSeen_) return;
-  if (t_.modules.size() < modulesSeen_ || t_.jitRanges.size() < jitSeen_) {  // tables rebuilt
+  if (modules().size() == modulesSeen_ && jitRanges().size() == jitSeen_) return;
+  if (modules().size() < modulesSeen_ || jitRanges().size() < jitSeen_) {  // tables rebuilt
     cache_.clear();
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
     if (symbolize_) sym_ = std::make_unique<Symbolizer>();
 #endif
     modulesSeen_ = 0;
   }
-  if (t_.jitRanges.size() != jitSeen_) {
+  if (jitRanges().size() != jitSeen_) {
     // By start; of ranges starting at one address the last recorded wins (code memory reused).
     jitByStart_.clear();
-    for (size_t i = 0; i < t_.jitRanges.size(); ++i)
-      jitByStart_.push_back({t_.jitRanges[i].codeStart, i});
+    for (size_t i = 0; i < jitRanges().size(); ++i)
+      jitByStart_.push_back({jitRanges()[i].codeStart, i});
     std::stable_sort(jitByStart_.begin(), jitByStart_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
-    jitSeen_ = t_.jitRanges.size();
+    jitSeen_ = jitRanges().size();
   }
 #ifdef HEAPMAN_HAVE_SYMBOLIZER
   if (sym_)
-    for (size_t i = modulesSeen_; i < t_.modules.size(); ++i) sym_->addModule(t_.modules[i]);
+    for (size_t i = modulesSeen_; i < modules().size(); ++i) sym_->addModule(modules()[i]);
 #endif
-  modulesSeen_ = t_.modules.size();
+  modulesSeen_ = modules().size();
 }
 
 FrameNamer::~FrameNamer() = default;
@@ -93,7 +93,7 @@ const log::JitRange* FrameNamer::jitRange(uint64_t address) const {
   auto it = std::upper_bound(jitByStart_.begin(), jitByStart_.end(), address,
                              [](uint64_t a, const std::pair<uint64_t, size_t>& e) { return a < e.first; });
   if (it == jitByStart_.begin()) return nullptr;
-  const log::JitRange& j = t_.jitRanges[(it - 1)->second];
+  const log::JitRange& j = jitRanges()[(it - 1)->second];
   return address - j.codeStart < j.codeSize ? &j : nullptr;
 }
 
@@ -120,12 +120,12 @@ void FrameNamer::prepare(const std::vector<uint32_t>& stackIds) {
 
 std::vector<NamedFrame> FrameNamer::nativeFallback(uint64_t address) const {
   if (const log::JitRange* j = jitRange(address)) {  // Mono's JIT code
-    auto m = t_.methods.find(j->methodId);
-    return {NamedFrame{m != t_.methods.end() ? m->second : "method#" + std::to_string(j->methodId),
+    auto m = methods().find(j->methodId);
+    return {NamedFrame{m != methods().end() ? m->second : "method#" + std::to_string(j->methodId),
                        "[jit]", "", 0}};
   }
   // The last module loaded over the address, as the Symbolizer would pick it.
-  for (auto it = t_.modules.rbegin(); it != t_.modules.rend(); ++it) {
+  for (auto it = modules().rbegin(); it != modules().rend(); ++it) {
     if (address >= it->base && address - it->base < it->size) {
       std::string mod = baseName(it->path);
       return {NamedFrame{mod + "+" + hex(address - it->base), mod, "", 0}};
@@ -142,8 +142,8 @@ const std::vector<NamedFrame>& FrameNamer::frames(uint32_t nodeId) {
   if (nodeId >= t_.stacks.size() || !t_.stacks[nodeId].defined) {
     out.push_back({"stack#" + std::to_string(nodeId), "", "", 0});
   } else if (const StackNodeDef& n = t_.stacks[nodeId]; n.managed) {
-    auto m = t_.methods.find(static_cast<uint32_t>(n.frame));
-    out.push_back({m != t_.methods.end() ? m->second : "method#" + std::to_string(n.frame),
+    auto m = methods().find(static_cast<uint32_t>(n.frame));
+    out.push_back({m != methods().end() ? m->second : "method#" + std::to_string(n.frame),
                    "[managed]", "", 0});
   } else {
     out = nativeFrames(n.frame);
@@ -156,7 +156,7 @@ std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
   if (jitRange(address)) {
     out = nativeFallback(address);
   } else if (!outside_) {
-    outside_ = std::none_of(t_.modules.begin(), t_.modules.end(), [&](const log::ModuleLoad& m) {
+    outside_ = std::none_of(modules().begin(), modules().end(), [&](const log::ModuleLoad& m) {
       return address >= m.base && address - m.base < m.size;
     });
   }
@@ -181,7 +181,7 @@ std::vector<NamedFrame> FrameNamer::codeAt(uint64_t address) {
   // Only what the symbol tables place in a function: a word that points into a module's data
   // is no return address.
   if (sym_)
-    for (const log::ModuleLoad& m : t_.modules)
+    for (const log::ModuleLoad& m : modules())
       if (address >= m.base && address - m.base < m.size) {
         const Symbolized& s = sym_->resolve(address);
         std::string mod = moduleOf(*sym_, s);

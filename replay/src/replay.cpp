@@ -442,7 +442,7 @@ void Replay::init() {
       for (const std::string& path : indexCandidates(options_.indexPath, reader_.name()))
         if (std::find(refused.begin(), refused.end(), path) == refused.end())
           indexWhere_.push_back(path);
-    if (lazyAllowed()) {
+    if (lazyAllowed() && readCodeAhead()) {
       // Checkpoints stay in memory (seeks read them while the pass is paused) until the index
       // is written at the pass's end.
       beginPass();
@@ -506,13 +506,63 @@ bool Replay::lazyAllowed() const {
     return false;
   const auto& footer = reader_.index();
   if (!footer || !footer->complete || footer->lostEvents) return false;
-  for (const Runtime& rt : reader_.header().runtimes)
-    if (rt.kind == Runtime::Kind::kMono) return false;
+  // Without the footer's code marks, a JitRange recorded later may rename an earlier frame.
+  if (!footer->codeMarked)
+    for (const Runtime& rt : reader_.header().runtimes)
+      if (rt.kind == Runtime::Kind::kMono) return false;
   for (const ChunkRef& c : reader_.chunks())
     if (c.header.type == static_cast<uint16_t>(ChunkType::kRamDump)) return false;
   // A damaged payload is found here, as the whole pass would find it (then it does).
   for (const ChunkRef& c : recordChunks_)
     if (!reader_.payloadIntact(c)) return false;
+  return true;
+}
+
+namespace {
+// The records a FrameNamer depends on, from one chunk (Replay::readCodeAhead).
+struct CodeCollector {
+  LogCode& code;
+  size_t found = 0;
+  void operator()(const ModuleLoad& x) {
+    code.modules.push_back(x);
+    ++found;
+  }
+  void operator()(const JitRange& x) {
+    code.jitRanges.push_back(x);
+    ++found;
+  }
+  void operator()(const MethodDef& x) {
+    code.methods[x.id] = x.name;
+    ++found;
+  }
+  template <class T>
+  void operator()(const T&) {}
+};
+}  // namespace
+
+// A lazy open of a log whose footer marks the chunks that name code: their ModuleLoad, JitRange
+// and MethodDef records, the whole log's, read before the pass starts (nothing is applied, no
+// LogCheck order is kept: the pass checks every chunk when it reaches it). False when a marked
+// chunk does not decode or holds none of them: the log is then indexed on open, whose pass
+// reports the damage as it would without a lazy open. An unmarked log reads nothing (true).
+bool Replay::readCodeAhead() {
+  const std::optional<IndexData>& footer = reader_.index();
+  if (!footer || !footer->codeMarked) return true;
+  auto code = std::make_unique<LogCode>();
+  auto model = std::make_unique<ChunkModel>();
+  std::vector<uint8_t> buffer;
+  try {
+    for (const ChunkRef& c : recordChunks_) {
+      if (c.number >= footer->chunks.size() || !footer->chunks[c.number].namesCode) continue;
+      CodeCollector v{*code};
+      decodeRecords(reader_.payload(c, buffer), c.header.firstSeq, v, c.offset, c.number,
+                    model.get());
+      if (!v.found) return false;
+    }
+  } catch (const FormatError&) {
+    return false;
+  }
+  codeAhead_ = std::move(code);
   return true;
 }
 

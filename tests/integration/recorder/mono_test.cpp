@@ -6,6 +6,7 @@
 // in order with their managed stacks, and the program's output unchanged.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -411,6 +412,22 @@ TEST_CASE("mono: the C# compiler runs unchanged under the recorder", "[recorder]
   uint64_t withStack = 0;
   for (const Alloc& al : log.allocs) withStack += al.stackId != 0;
   CHECK(withStack * 10 >= log.allocs.size() * 9);
+
+  // The first query on the fresh log reads it only as far as its point (a third of the way):
+  // the chunks the footer marks as naming code (modules, JIT ranges, methods) are read first, so
+  // its managed and JIT'ed frames are named as the whole log's index names them.
+  const std::string at = "seq:" + std::to_string(sum.firstSeq + (sum.lastSeq - sum.firstSeq) / 3);
+  RunResult first = run(dir, "first", {HMREC_HEAPMAN, "blame", rec.logPath, "--at", at,
+                                       "--top", "40", "--no-symbols"});
+  REQUIRE(first.status == 0);
+  CHECK_FALSE(std::filesystem::exists(rec.logPath + ".hmx"));  // no whole pass, no index
+  REQUIRE(run(dir, "churn", {HMREC_HEAPMAN, "churn", rec.logPath}).status == 0);
+  REQUIRE(std::filesystem::exists(rec.logPath + ".hmx"));
+  RunResult indexed = run(dir, "indexed", {HMREC_HEAPMAN, "blame", rec.logPath, "--at", at,
+                                           "--top", "40", "--no-symbols"});
+  REQUIRE(indexed.status == 0);
+  CHECK(first.out == indexed.out);
+  CHECK(first.out.find("[managed]") != std::string::npos);
 }
 #endif
 

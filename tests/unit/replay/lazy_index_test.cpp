@@ -178,11 +178,6 @@ TEST_CASE("lazy index: a log it could answer wrongly from a prefix is indexed on
   SECTION("events lost: the warning counts the whole log's") {
     writeFile((dir.path / "w.hml").string(), makeWorkload(23, 8, 60, 2048, /*lost=*/true));
   }
-  SECTION("a Mono log: a later JIT range may rename an earlier frame") {
-    LogBuilder b(2048, heapman::log::Runtime::Kind::kMono);
-    b.put(Alloc{b.next(), heapman::log::HeapKind::kManaged, 0x1000, 16, 16, 0, 0});
-    writeFile((dir.path / "w.hml").string(), b.finish());
-  }
   SECTION("truncated: no footer says where it ends") {
     auto bytes = makeWorkload(24, 8, 60, 2048, false);
     bytes.resize(bytes.size() * 2 / 3);
@@ -244,4 +239,76 @@ TEST_CASE("lazy index: a frame outside every module loaded so far is noticed, fo
   FrameNamer whole(lazy.tables(), false);
   CHECK(whole.frames(2).front().module == "plugin.so");
   CHECK_FALSE(whole.namedOutsideModules());
+}
+
+TEST_CASE("lazy index: the chunks the footer marks as naming code are read on open, so a prefix "
+          "names its frames as the whole log does",
+          "[replay][index]") {
+  // The plugin's load and a Mono method's JIT code come in chunks after the point asked, as
+  // above; the footer marks those chunks (format minor 2).
+  Dir dir;
+  LogBuilder b(2048, heapman::log::Runtime::Kind::kMono);
+  b.put(ModuleLoad{b.next(), "/bin/game", 0x400000, 0x10000, {1}, {{0, 0x10000, 5}}});
+  b.put(StackNode{1, 0, 0x401000, false});
+  b.put(StackNode{2, 0, 0x7f0000001000, false});  // in the plugin, loaded later
+  b.put(StackNode{3, 0, 0x40000010, false});      // in JIT code recorded later
+  b.put(StackNode{4, 0, 7, true});                 // a managed frame of a method defined later
+  b.put(Alloc{b.next(), heapman::log::HeapKind::kNative, 0x1000, 16, 16, 2, 0});
+  b.put(Alloc{b.next(), heapman::log::HeapKind::kManaged, 0x2000, 16, 16, 3, 0});
+  b.put(Alloc{b.next(), heapman::log::HeapKind::kManaged, 0x3000, 16, 16, 4, 0});
+  b.put(GcBegin{b.next(), 1, 100, -1});
+  b.put(GcEnd{b.next(), 1, 100, 0, 10});
+  b.writer.flush();
+  b.put(ModuleLoad{b.next(), "/usr/lib/plugin.so", 0x7f0000000000, 0x10000, {2},
+                   {{0, 0x10000, 5}}});
+  b.writer.flush();
+  b.put(GcBegin{b.next(), 2, 100, -1});
+  b.put(GcEnd{b.next(), 2, 100, 0, 10});
+  b.writer.flush();
+  b.put(MethodDef{7, "Game:Update ()", 0x1234});
+  b.put(JitRange{b.next(), 7, 0x40000000, 0x100});
+  b.put(GcBegin{b.next(), 3, 100, -1});
+  b.put(GcEnd{b.next(), 3, 100, 0, 10});
+  const auto bytes = b.finish();
+  writeFile((dir.path / "w.hml").string(), bytes);
+
+  Replay eager((dir.path / "w.hml").string(), options(dir.path / "eager.hmx", false));
+  REQUIRE(eager.indexed());
+  FrameNamer whole(eager.tables(), false);
+
+  Replay lazy((dir.path / "w.hml").string(), options(dir.path / "w.hmx", true));
+  REQUIRE(lazy.codeAhead());
+  lazy.seek(lazy.resolve("gc:1"));
+  REQUIRE_FALSE(lazy.indexed());
+  CHECK(lazy.tables().modules.size() == 1);  // the pass itself has read only the first chunk
+  FrameNamer ahead(lazy.tables(), false, lazy.codeAhead());
+  for (uint32_t node = 1; node <= 4; ++node) {
+    INFO("node " << node);
+    CHECK(ahead.frames(node).front().function == whole.frames(node).front().function);
+    CHECK(ahead.frames(node).front().module == whole.frames(node).front().module);
+  }
+  CHECK(ahead.frames(2).front().module == "plugin.so");
+  CHECK(ahead.frames(3).front().function == "Game:Update ()");
+  CHECK(ahead.frames(4).front().function == "Game:Update ()");
+  CHECK_FALSE(ahead.namedOutsideModules());
+
+  // A log written before the marks (its footer says nothing of them) reads nothing ahead, and a
+  // Mono one is indexed on open: a later JIT range may rename an earlier frame.
+  const auto marked = heapman::log::LogReader::fromBytes(bytes, "w.hml");
+  REQUIRE(marked.index()->codeMarked);
+  heapman::log::MemorySink sink;
+  {
+    heapman::log::LogWriter copy(sink, marked.header(), LogBuilder::options(2048));
+    std::vector<uint8_t> buffer;
+    for (const heapman::log::ChunkRef& c : marked.chunks())
+      if (c.header.type == static_cast<uint16_t>(heapman::log::ChunkType::kRecords))
+        copy.writeRawChunk(c.header.type, marked.payload(c, buffer), c.header.firstSeq,
+                           c.header.recordCount);
+    copy.finish();
+  }
+  REQUIRE_FALSE(heapman::log::LogReader::fromBytes(sink.bytes, "old.hml").index()->codeMarked);
+  writeFile((dir.path / "old.hml").string(), sink.bytes);
+  Replay old((dir.path / "old.hml").string(), options(dir.path / "old.hmx", true));
+  CHECK_FALSE(old.codeAhead());
+  CHECK(old.indexed());
 }

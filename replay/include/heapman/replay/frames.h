@@ -43,8 +43,10 @@ struct NamedFrame {
 
 class FrameNamer {
  public:
-  // symbolize = false: no DWARF lookups (module+offset names only).
-  FrameNamer(const LogTables& tables, bool symbolize = true);
+  // symbolize = false: no DWARF lookups (module+offset names only). `code`: the whole log's
+  // code records while `tables` hold a prefix of it (Replay::codeAhead()), else null: modules,
+  // JIT ranges and methods are then `tables`'.
+  FrameNamer(const LogTables& tables, bool symbolize = true, const LogCode* code = nullptr);
   ~FrameNamer();
   FrameNamer(const FrameNamer&) = delete;
   FrameNamer& operator=(const FrameNamer&) = delete;
@@ -60,11 +62,20 @@ class FrameNamer {
   // Whether a native frame it named lay outside every module the tables hold: a prefix of the
   // log (Replay::indexed() false) may lack the module's load, which can come after allocations
   // its code made (a library's constructors during dlopen, a module found by the recorder's
-  // rescan), so the whole log could name that frame otherwise.
+  // rescan), so the whole log could name that frame otherwise. (Not so with `code`: it holds
+  // every module of the log.)
   bool namedOutsideModules() const { return outside_; }
 
  private:
   const LogTables& t_;
+  const LogCode* code_;
+  const std::unordered_map<uint32_t, std::string>& methods() const {
+    return code_ ? code_->methods : t_.methods;
+  }
+  const std::vector<log::ModuleLoad>& modules() const { return code_ ? code_->modules : t_.modules; }
+  const std::vector<log::JitRange>& jitRanges() const {
+    return code_ ? code_->jitRanges : t_.jitRanges;
+  }
   bool symbolize_;
   size_t modulesSeen_ = 0, jitSeen_ = 0;  // of t_'s, taken in
   bool outside_ = false;

@@ -171,6 +171,14 @@ struct LogTables {
   std::string typeName(uint32_t typeId) const;  // "" for 0, "type#N" when undefined
 };
 
+// The records of a whole log that frame names depend on (FrameNamer): its modules, Mono's JIT
+// code and the methods both name. As LogTables holds them once the index pass has read the log.
+struct LogCode {
+  std::unordered_map<uint32_t, std::string> methods;  // MethodDef id -> name
+  std::vector<log::ModuleLoad> modules;               // in load order
+  std::vector<log::JitRange> jitRanges;
+};
+
 // Counters of the state at the current position.
 struct Counters {
   uint64_t unknownFrees = 0;      // frees (and realloc sources) of addresses not live
@@ -227,8 +235,12 @@ struct ReplayOptions {
   // point of a fresh log costs the events up to that point, not the whole log. Only where no
   // index file is found (a stale or damaged one is rebuilt on open), and only for a log the
   // prefix answers exactly as the whole does: complete (its footer read), nothing lost, no RAM
-  // dump, no Mono JIT (a later JitRange may rename an earlier frame), every chunk's checksum
-  // holding (checked on open, without decompressing). Any other log is indexed on open.
+  // dump, every chunk's checksum holding (checked on open, without decompressing). Any other log
+  // is indexed on open. A log whose footer marks the chunks that name code (format minor 2) has
+  // them read on open (codeAhead()): a FrameNamer given them names every frame as after the
+  // whole pass. Without the marks a module loaded later could name a frame of the prefix
+  // (FrameNamer::namedOutsideModules), and a Mono log (a later JitRange may rename an earlier
+  // frame) is indexed on open.
   bool lazy = false;
   // true: the log is being written (heapman serve --follow). The index pass stops at the end of
   // the chunks written so far without ending there, and grow() carries it over what the recorder
@@ -305,6 +317,10 @@ class Replay {
   // Carries a paused index pass to the end of the log (writing the index file). The state is
   // then at the end. Nothing to do when indexed().
   void completeIndex();
+  // The whole log's code records, read on a lazy open from the chunks the footer marks (see
+  // ReplayOptions::lazy); null when the open did not read them (not lazy, an unmarked log).
+  // Stays valid and equal to what tables() hold of them once the pass has read the log.
+  const LogCode* codeAhead() const { return codeAhead_.get(); }
 
   // A log being written (ReplayOptions::follow, opened before its footer): takes in the chunks
   // the recorder wrote since the open or the last grow(), carrying the index pass over them.
@@ -335,6 +351,7 @@ class Replay {
   void listRecordChunks();
   void endAtDamage(const log::FormatError& e);  // called in a catch of `e`: may rethrow
   bool lazyAllowed() const;
+  bool readCodeAhead();
   // The index pass: beginPass() starts it afresh, runPass() carries it on from where it stopped to
   // `limit` (or, with a target, to just after the record the point names), moving the state
   // with it; at the end of the log it ends it (endPass) and, when lazy, writes the index.
@@ -407,6 +424,7 @@ class Replay {
   std::unique_ptr<SpanCounter> spans_;
   uint64_t spanFrom_ = 0;  // where the span being counted starts
   std::unique_ptr<Pass> pass_;  // the index pass while it has not reached the end of the log
+  std::unique_ptr<LogCode> codeAhead_;
   // ReplayOptions::follow: the pass at the end of the chunks written so far, for grow().
   std::unique_ptr<Pass> suspended_;
   std::vector<std::string> indexWhere_;  // where the index file may be written, in that order
