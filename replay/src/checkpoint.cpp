@@ -99,9 +99,16 @@ void Replay::maybeCheckpoint(size_t k, uint64_t& sinceCheckpoint) {
   uint64_t entries = delta ? added + removed : live;
   if (entries > sinceCheckpoint) return;
   double budget = std::numeric_limits<double>::max();
-  if (options_.indexShare)
-    budget = double(recordChunks_[k].offset) * 0.75 / double(options_.indexShare) -
-             double(cpSpent_);
+  if (options_.indexShare) {
+    // A share of the log, or of indexFloor over a log smaller than indexShare times it, spread
+    // over the log in proportion to the bytes read: a well-compressed log (guile's takes 0.2
+    // bytes an event, its live set 0.26 bytes an entry) still gets a checkpoint every few
+    // hundred thousand events, and a big one keeps its index under its share.
+    const double logBytes = double(std::max<size_t>(reader_.bytes().size(), 1));
+    const double share =
+        std::max(1.0 / double(options_.indexShare), double(options_.indexFloor) / logBytes);
+    budget = double(recordChunks_[k].offset) * 0.75 * share - double(cpSpent_);
+  }
   // Before the first measurement the rate is a guess (2 bytes an entry, where a guile heap takes
   // 0.26): the first candidate is serialized and measured even when the guess says it would not
   // fit. Trusting the guess kept a guile log's first checkpoint back to two thirds of the log.

@@ -89,6 +89,7 @@ std::vector<uint8_t> churn(uint32_t events) {
 void checkIndex(const std::string& log, uint64_t interval, size_t minCheckpoints) {
   ReplayOptions o;
   o.checkpointEvents = interval;
+  o.indexFloor = 0;  // the share alone (a test log is far below ten times the floor)
   o.notes = nullptr;
   {
     Replay r(log, o);
@@ -134,11 +135,15 @@ TEST_CASE("index of a malloc churn stays under a tenth of its log and keeps its 
 
 // guile-like (bench/guile_churn.scm): each round allocates `perRound` pairs and strings from two
 // stacks, taking the addresses its size class freed in order, then carving; a collection after
-// every round frees the round before the last 4. A steady heap of a few thousand objects that
+// every round frees the round before the last `keep` (4). A steady heap of a few thousand objects that
 // checkpoints to a fraction of a byte each, in a log that takes ~0.3 bytes an event.
 namespace {
 
-std::vector<uint8_t> steadyHeap(uint32_t rounds, uint32_t perRound) {
+// `scatter`: new objects are carved with random gaps between them, so that the live set's
+// addresses (a checkpoint) take more bytes than the log's reuse of freed ones.
+std::vector<uint8_t> steadyHeap(uint32_t rounds, uint32_t perRound, uint32_t keep = 4,
+                                bool scatter = false) {
+  std::mt19937 rng(7);
   LogBuilder b(64 * 1024);
   b.put(StackNode{1, 0, 0x400100, false});
   b.put(StackNode{2, 0, 0x400200, false});
@@ -155,20 +160,20 @@ std::vector<uint8_t> steadyHeap(uint32_t rounds, uint32_t perRound) {
         freed[cls].pop_back();
       } else {
         addr = carve[cls];
-        carve[cls] += size;
+        carve[cls] += size + (scatter ? 16 * (rng() % 256) : 0);
       }
       b.put(Alloc{b.next(), HeapKind::kGcNormal, addr, size, size, static_cast<uint32_t>(cls + 1), 0});
       born.back().push_back(addr);
     }
     ++gc;
     b.put(GcBegin{b.next(), gc, 0, 0});
-    if (born.size() > 4) {
-      std::vector<uint64_t> dead = born[born.size() - 5];
+    if (born.size() > keep) {
+      std::vector<uint64_t> dead = born[born.size() - keep - 1];
       std::sort(dead.begin(), dead.end());
       b.put(Collected{gc, dead});
       for (auto it = dead.rbegin(); it != dead.rend(); ++it)  // reused lowest first
         freed[(*it >> 40) == 0x7f ? 0 : 1].push_back(*it);
-      born[born.size() - 5].clear();
+      born[born.size() - keep - 1].clear();
     }
     b.put(GcEnd{b.next(), gc, 0, 0, 1000});
   }
@@ -196,4 +201,40 @@ TEST_CASE("checkpoints of a growing heap start early in the log", "[replay][inde
   INFO("checkpoints " << r.index().checkpoints << ", events applied " << r.stats().eventsApplied);
   CHECK(r.stats().checkpointLoads == 1);
   CHECK(r.stats().eventsApplied <= 40'000);
+}
+
+// A log that compresses well (guile's: 0.2 bytes an event) would have its checkpoints far apart
+// under a tenth of its bytes, and every seek replay that far. Under ten times the index floor
+// the floor's bytes are spread over it instead.
+TEST_CASE("a small log that compresses well gets the index floor's checkpoints, spread over it",
+          "[replay][index]") {
+  Dir dir;
+  std::string log = (dir.path / "small.hml").string();
+  writeFile(log, steadyHeap(300, 5000, 30, true));  // 150 k objects live
+  ReplayOptions o;
+  o.checkpointEvents = 20'000;
+  o.notes = nullptr;
+  ReplayOptions tenth = o;
+  tenth.indexFloor = 0;
+  tenth.indexPath = log + ".tenth.hmx";
+  { Replay build(log, o); }
+  { Replay build(log, tenth); }
+  const uint64_t logBytes = fs::file_size(log), indexBytes = fs::file_size(log + ".hmx");
+  Replay r(log, o), share(log, tenth);
+  REQUIRE_FALSE(r.index().built);
+  INFO("log " << logBytes << " bytes, index " << indexBytes << " bytes, checkpoints "
+              << r.index().checkpoints << " (a tenth of the log: " << share.index().checkpoints
+              << ")");
+  CHECK(indexBytes > logBytes / 10);
+  CHECK(indexBytes <= o.indexFloor);
+  CHECK(r.index().checkpoints >= 4 * share.index().checkpoints);
+  // Every seek, backwards from the end, starts from a checkpoint near it: one is taken once the
+  // events since the last outnumber the live objects (150 k), where a tenth of the log fits one.
+  const uint64_t first = r.tables().firstSeq, end = r.tables().endSeq;
+  for (uint64_t k = 9; k >= 1; --k) {
+    const Replay::Stats before = r.stats();
+    r.seek(first + (end - first) * k / 10);
+    INFO("seek " << k << "/10");
+    CHECK(r.stats().eventsApplied - before.eventsApplied <= 300'000);
+  }
 }

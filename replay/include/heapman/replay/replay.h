@@ -211,6 +211,9 @@ struct ReplayOptions {
   // so the whole index (tables and directory too) stays near or under a tenth of the log with
   // the default; a checkpoint that would not fit waits for more log. 0: no bound (tests).
   uint64_t indexShare = 10;
+  // A log smaller than indexShare times this has this many bytes of index spread over it instead
+  // of its share: a well-compressed log's checkpoints would lie too far apart for a quick seek.
+  uint64_t indexFloor = 4 << 20;
   // Index file; empty: LOG.hmx next to the log, else $XDG_CACHE_HOME/heapman (~/.cache/heapman)
   // when the log's directory is not writable.
   std::string indexPath;
