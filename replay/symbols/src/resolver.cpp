@@ -389,6 +389,12 @@ const std::string& Resolver::lookUpName(Module& m, CuTable& cu, int32_t node, ui
   return it->second;
 }
 
+const std::string& Resolver::fileName(const char* name) {
+  auto [it, inserted] = files_.try_emplace(name);
+  if (inserted) it->second = name;
+  return it->second;
+}
+
 void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, Symbolized& out) {
   Module& m = module(index, file);
   if (!m.mod) {
@@ -407,18 +413,23 @@ void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, 
       int lineNo = 0;
       if (dwarf_lineno(line, &lineNo) == 0 && lineNo > 0)
         first.line = static_cast<uint32_t>(lineNo);
-      if (const char* src = dwarf_linesrc(line, nullptr, nullptr)) first.file = src;
+      if (const char* src = dwarf_linesrc(line, nullptr, nullptr))
+        first.file = SymbolName::shared(fileName(src));
     }
     int32_t node = cu.innermost(a);
     if (node >= 0) {
+      size_t depth = 1;
+      for (int32_t n = node; cu.nodes[static_cast<size_t>(n)].parent >= 0; ++depth)
+        n = cu.nodes[static_cast<size_t>(n)].parent;
+      out.frames.reserve(depth);
       // Innermost first: each inlined copy's call site is the position in the frame around it.
       for (int32_t n = node; n >= 0;) {
         CuTable::Node& cur = cu.nodes[static_cast<size_t>(n)];
-        first.function = functionName(m, cu, n, bias);
+        first.function = SymbolName::shared(functionName(m, cu, n, bias));
         out.frames.push_back(std::move(first));
         first = SourceFrame{};
         if (cur.parent < 0) break;
-        if (const char* src = cu.fileName(cur.callFile)) first.file = src;
+        if (const char* src = cu.fileName(cur.callFile)) first.file = SymbolName::shared(fileName(src));
         first.line = cur.callLine;
         n = cur.parent;
       }
@@ -427,14 +438,15 @@ void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, 
       out.frames.push_back(std::move(first));
     }
     // DWARF had the line but no function: name it from the symbol table.
-    if (const Symbol* s = symbolAt(m, pc)) out.frames.back().function = demangled(s->name);
+    if (const Symbol* s = symbolAt(m, pc))
+      out.frames.back().function = SymbolName::shared(demangled(s->name));
     if (out.frames.back() == SourceFrame{}) out.frames.pop_back();
     if (out.frames.empty()) out.problem = "no symbol covers the address";
     return;
   }
   bool hasDwarf = dwfl_module_getdwarf(m.mod, &bias) != nullptr;
   if (const Symbol* s = symbolAt(m, pc)) {
-    out.frames.push_back(SourceFrame{demangled(s->name), {}, 0});
+    out.frames.push_back(SourceFrame{SymbolName::shared(demangled(s->name)), {}, 0});
     if (!hasDwarf) out.problem = "no debug info";
     return;
   }

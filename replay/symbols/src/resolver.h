@@ -1,5 +1,6 @@
 // One thread's libdw session: modules reported into its own Dwfl on first use, DWARF function
-// trees and symbol tables built once per CU / module and kept for later addresses.
+// trees and symbol tables built once per CU / module and kept for later addresses. The names in
+// the frames it fills point into its own maps: it lives as long as the Symbolizer.
 #pragma once
 
 #include <elfutils/libdwfl.h>
@@ -47,12 +48,16 @@ class Resolver {
   const std::string& lookUpName(Module& m, CuTable& cu, int32_t node, uint64_t bias);
   std::string qualifiedName(CuTable& cu, Dwarf_Die* named, bool c);
   const std::string& demangled(const char* name);
+  const std::string& fileName(const char* name);
 
   Dwfl* dwfl_ = nullptr;
   std::vector<std::unique_ptr<Module>> modules_;  // by module index
   // Keyed by the string's address inside the mapped debug sections: each distinct string is
   // demangled once per thread, whatever CU or module names it.
   std::unordered_map<const char*, std::string> names_;
+  // Source file names by libdw's string (one per CU's file table, alive as long as the Dwfl):
+  // the frames share these copies.
+  std::unordered_map<const char*, std::string> files_;
   // Functions without a linkage name (static, anonymous namespace, C): out-of-line
   // C++ ones by their DIE (named after their symbol), the others by the DIE that has the name.
   // Two maps: one DIE can be both, and its name must not depend on which came first.

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <ostream>
 #include <system_error>
 #include <thread>
 #include <unordered_map>
@@ -39,8 +40,20 @@ std::string baseName(const std::string& path) {
 
 }  // namespace
 
+const std::string SymbolName::kEmpty;
+
+SymbolName::SymbolName(const char* s) : SymbolName(std::string(s)) {}
+
+SymbolName::SymbolName(std::string s) : own_(std::make_shared<const std::string>(std::move(s))) {
+  p_ = own_.get();
+}
+
+std::ostream& operator<<(std::ostream& out, const SymbolName& n) {
+  return out << n.str();
+}
+
 std::string Symbolized::label() const {
-  if (!frames.empty() && !frames.back().function.empty()) return frames.back().function;
+  if (!frames.empty() && !frames.back().function.empty()) return frames.back().function.str();
   if (module >= 0)
     return (moduleName.empty() ? "module" + std::to_string(module) : moduleName) + "+" +
            hex(moduleOffset);

@@ -307,6 +307,30 @@ TEST_CASE("path maps find a module recorded under another directory", "[symbols]
   CHECK(sym.modules().at(0).path == "/recorded/elsewhere/libsymtest.so");  // as recorded
 }
 
+TEST_CASE("frames share their names: one string per function and per file", "[symbols]") {
+  const symtest::Site named = symtest::namespaced();
+  const symtest::Site local = symtest::viaStatic();
+  Symbolizer sym;
+  sym.addModule(moduleOf(named.address));
+  // The instruction after the call is in the same function, on another address.
+  const uint64_t addresses[] = {named.address, named.address + 1, local.address};
+  sym.resolveAll(addresses);
+  const Symbolized& a = *sym.lookup(addresses[0]);
+  const Symbolized& b = *sym.lookup(addresses[1]);
+  const Symbolized& c = *sym.lookup(addresses[2]);
+  REQUIRE(a.frames.size() == 1);
+  REQUIRE(b.frames.size() == 1);
+  REQUIRE(!c.frames.empty());
+  CHECK(b.frames[0].function == "symtest::namespaced()");
+  CHECK(&a.frames[0].function.str() == &b.frames[0].function.str());
+  CHECK(baseName(c.frames.back().file) == "symtest_lib.cpp");
+  CHECK(&a.frames[0].file.str() == &c.frames.back().file.str());
+  // A name made by hand owns its string and compares by content.
+  const heapman::replay::SymbolName own("symtest::namespaced()");
+  CHECK(own == a.frames[0].function);
+  CHECK("f: " + own == "f: symtest::namespaced()");
+}
+
 TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by one", "[symbols]") {
   const ModuleLoad lib = moduleOf(symtest::namespaced().address);
   const ModuleLoad exe = moduleOf(reinterpret_cast<uint64_t>(&exeFunction));

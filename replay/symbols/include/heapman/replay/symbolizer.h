@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <span>
 #include <string>
@@ -26,11 +27,51 @@
 
 namespace heapman::replay {
 
+// A function or file name as the symbolizer hands it out: one string shared by every frame that
+// names it, kept by the Symbolizer that made it (a demangled C++ name runs to hundreds of bytes,
+// and 400 000 addresses of a C++ program have 1.3 M frames: a copy each was most of the cost).
+// It reads as a const std::string&; one made from a C string (a test's expected frame) owns a
+// copy. Lifetime: a name from a Symbolizer lives as long as that Symbolizer.
+class SymbolName {
+ public:
+  SymbolName() = default;
+  SymbolName(const char* s);  // NOLINT: implicit, as a std::string member was (owns a copy)
+  explicit SymbolName(std::string s);
+  // Refers to `s` without copying; `s` must outlive the name and every copy of it.
+  static SymbolName shared(const std::string& s) {
+    SymbolName n;
+    n.p_ = &s;
+    return n;
+  }
+
+  const std::string& str() const { return p_ ? *p_ : kEmpty; }
+  operator const std::string&() const { return str(); }  // NOLINT: reads as the string
+  bool empty() const { return str().empty(); }
+  size_t size() const { return str().size(); }
+  const char* c_str() const { return str().c_str(); }
+
+  friend bool operator==(const SymbolName& a, const SymbolName& b) {
+    return a.p_ == b.p_ || a.str() == b.str();
+  }
+  friend bool operator==(const SymbolName& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const SymbolName& a, const char* b) { return a.str() == b; }
+  friend std::string operator+(const SymbolName& a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(const std::string& a, const SymbolName& b) { return a + b.str(); }
+  friend std::string operator+(const SymbolName& a, const char* b) { return a.str() + b; }
+  friend std::string operator+(const char* a, const SymbolName& b) { return a + b.str(); }
+  friend std::ostream& operator<<(std::ostream& out, const SymbolName& n);
+
+ private:
+  static const std::string kEmpty;
+  const std::string* p_ = nullptr;          // nullptr: empty
+  std::shared_ptr<const std::string> own_;  // set when the name owns its string
+};
+
 // One source-level frame. An instruction address maps to one or more of them: the functions
 // inlined at that address, innermost first, then the function the code was compiled into.
 struct SourceFrame {
-  std::string function;  // demangled ("ns::Class::method(int)"); empty when unknown
-  std::string file;      // source path as DWARF names it; empty when unknown
+  SymbolName function;  // demangled ("ns::Class::method(int)"); empty when unknown
+  SymbolName file;      // source path as DWARF names it; empty when unknown
   uint32_t line = 0;     // 0 when unknown
   bool operator==(const SourceFrame&) const = default;
 };
