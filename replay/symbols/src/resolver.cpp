@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 
 namespace heapman::replay::detail {
@@ -147,39 +148,68 @@ struct Resolver::CuTable {
     return node;
   }
 
-  // Namespace/class prefix ("ns::Class::") of each subprogram DIE of this CU, built on first
-  // need by one walk of the CU's scopes (DWARF has no parent links).
+  // Namespace/class prefix ("ns::Class::") of each subprogram DIE of this CU, found on first
+  // need by one walk of the CU's scopes (DWARF has no parent links). The walk only records each
+  // scope's name and parent; a prefix string is made when a name asks for it (a C++ CU has
+  // thousands of classes from its headers, few of which own a function named this way).
+  struct Scope {
+    const char* name;  // nullptr: an anonymous namespace
+    uint32_t parent;
+    bool built = false;
+    std::string prefix;
+  };
   bool scopesBuilt = false;
-  std::vector<std::string> prefixes;
-  std::unordered_map<const void*, uint32_t> prefixOf;  // DIE address -> index into prefixes
+  std::vector<Scope> scopes;  // [0]: the CU itself (empty prefix)
+  std::vector<std::pair<const void*, uint32_t>> scopeOfDie;  // subprogram DIE -> scope, by DIE
 
-  void buildScopes(Dwarf_Die* parentDie, uint32_t prefix, int depth) {
+  void buildScopes(Dwarf_Die* parentDie, uint32_t scope, int depth) {
     if (depth > kMaxDepth) return;
     Dwarf_Die child;
     if (dwarf_child(parentDie, &child) != 0) return;
     do {
       int tag = dwarf_tag(&child);
       if (tag == DW_TAG_subprogram) {
-        prefixOf.emplace(child.addr, prefix);
+        scopeOfDie.emplace_back(child.addr, scope);
       } else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
                  tag == DW_TAG_structure_type || tag == DW_TAG_union_type) {
         const char* name = dwarf_diename(&child);
         if (!name && tag != DW_TAG_namespace) continue;
-        prefixes.push_back(prefixes[prefix] + (name ? name : "(anonymous namespace)") + "::");
-        buildScopes(&child, static_cast<uint32_t>(prefixes.size() - 1), depth + 1);
+        scopes.push_back({name, scope});
+        buildScopes(&child, static_cast<uint32_t>(scopes.size() - 1), depth + 1);
       }
     } while (dwarf_siblingof(&child, &child) == 0);
   }
 
+  const std::string& prefixOf(uint32_t scope) {
+    Scope& s = scopes[scope];
+    if (!s.built) {
+      // Parents come first in the walk, so the recursion is as deep as the nesting.
+      std::string p = scope == 0 ? std::string() : prefixOf(s.parent);
+      if (scope != 0) p = p + (s.name ? s.name : "(anonymous namespace)") + "::";
+      s.prefix = std::move(p);
+      s.built = true;
+    }
+    return s.prefix;
+  }
+
   // Precondition: `die` belongs to this CU. Nullptr when the walk didn't see it.
   const std::string* scopeOf(Dwarf_Die* die) {
+    auto byDie = [](const std::pair<const void*, uint32_t>& a,
+                    const std::pair<const void*, uint32_t>& b) {
+      return std::less<const void*>()(a.first, b.first);
+    };
     if (!scopesBuilt) {
       scopesBuilt = true;
-      prefixes.emplace_back();
+      scopes.push_back({nullptr, 0});
       buildScopes(&cudie, 0, 0);
+      // A walk in DIE order lists them sorted; malformed sibling links could break that.
+      if (!std::is_sorted(scopeOfDie.begin(), scopeOfDie.end(), byDie))
+        std::stable_sort(scopeOfDie.begin(), scopeOfDie.end(), byDie);
     }
-    auto it = prefixOf.find(die->addr);
-    return it == prefixOf.end() ? nullptr : &prefixes[it->second];
+    auto it = std::lower_bound(scopeOfDie.begin(), scopeOfDie.end(),
+                               std::pair<const void*, uint32_t>{die->addr, 0}, byDie);
+    if (it == scopeOfDie.end() || it->first != die->addr) return nullptr;
+    return &prefixOf(it->second);
   }
 
   const char* fileName(uint32_t index) {
