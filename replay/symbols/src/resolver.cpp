@@ -10,6 +10,8 @@
 #include <functional>
 #include <limits>
 
+#include "raw_cu.h"
+
 namespace heapman::replay::detail {
 
 namespace {
@@ -51,13 +53,18 @@ struct Resolver::CuTable {
     return false;
   }
 
-  // Adds `die` when it has code; returns its node index or -1.
-  int32_t add(Dwarf_Die* die, int32_t parent) {
+  // Adds `die` when it has code; returns its node index or -1. `raw`: the DIE as RawCu read it
+  // (its range and call site already known when in plain forms).
+  int32_t add(Dwarf_Die* die, int32_t parent, const RawCu::Die* raw = nullptr) {
     auto begin = static_cast<uint32_t>(ranges.size());
-    Dwarf_Addr base, start, end;
-    ptrdiff_t off = 0;
-    while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0)
-      if (start < end) ranges.emplace_back(start, end);
+    if (raw && raw->lowHigh) {
+      if (raw->lo < raw->hi) ranges.emplace_back(raw->lo, raw->hi);
+    } else if (!raw || raw->ranges) {
+      Dwarf_Addr base, start, end;
+      ptrdiff_t off = 0;
+      while ((off = dwarf_ranges(die, off, &base, &start, &end)) > 0)
+        if (start < end) ranges.emplace_back(start, end);
+    }
     if (ranges.size() == begin) return -1;
     Node n;
     n.die = *die;
@@ -66,11 +73,19 @@ struct Resolver::CuTable {
     n.rangesEnd = static_cast<uint32_t>(ranges.size());
     auto idx = static_cast<int32_t>(nodes.size());
     if (parent >= 0) {
-      Dwarf_Attribute attr;
+      auto known = [die](int state, uint64_t rawValue, unsigned name, Dwarf_Word& v) {
+        if (state == 1) {
+          v = rawValue;
+          return true;
+        }
+        Dwarf_Attribute attr;
+        return state != 0 && dwarf_formudata(dwarf_attr(die, name, &attr), &v) == 0;
+      };
       Dwarf_Word v;
-      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &v) == 0 && v < kNoFile)
+      if (known(raw ? raw->callFileState : 2, raw ? raw->callFile : 0, DW_AT_call_file, v) &&
+          v < kNoFile)
         n.callFile = static_cast<uint32_t>(v);
-      if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &v) == 0 &&
+      if (known(raw ? raw->callLineState : 2, raw ? raw->callLine : 0, DW_AT_call_line, v) &&
           v <= std::numeric_limits<uint32_t>::max())
         n.callLine = static_cast<uint32_t>(v);
       nodes[static_cast<size_t>(parent)].children.push_back(idx);
@@ -80,6 +95,59 @@ struct Resolver::CuTable {
     }
     nodes.push_back(std::move(n));
     return idx;
+  }
+
+  // walk() over RawCu's reading of the unit: the same tree, without libdw's per-DIE lookups.
+  // `after`: what follows the list's null entry once the whole list was walked, else nullptr.
+  // False when RawCu can't read the unit (the caller starts over with walk()).
+  bool walkRaw(const RawCu& raw, const uint8_t* first, int32_t parent, int depth,
+               const uint8_t*& after) {
+    after = nullptr;
+    if (depth > kMaxDepth || !first) return true;
+    const uint8_t* at = first;
+    for (;;) {
+      RawCu::Die d;
+      bool end = false;
+      if (!raw.read(at, d, end)) return false;
+      Dwarf_Die die = raw.dwarfDie(d.at);
+      // Where this DIE's children end when they are walked: a DIE without DW_AT_sibling (the
+      // last of a list, often a namespace) is not read through a second time to find it.
+      const uint8_t* childrenEnd = nullptr;
+      bool ok = true;
+      switch (d.tag) {
+        case DW_TAG_subprogram: {
+          int32_t idx = add(&die, -1, &d);
+          if (idx >= 0) ok = walkRaw(raw, raw.firstChild(d), idx, depth + 1, childrenEnd);
+          break;
+        }
+        case DW_TAG_inlined_subroutine: {
+          int32_t idx = add(&die, parent, &d);
+          if (idx >= 0) ok = walkRaw(raw, raw.firstChild(d), idx, depth + 1, childrenEnd);
+          break;
+        }
+        case DW_TAG_lexical_block:
+        case DW_TAG_try_block:
+        case DW_TAG_catch_block:
+          ok = walkRaw(raw, raw.firstChild(d), parent, depth + 1, childrenEnd);
+          break;
+        case DW_TAG_namespace:
+        case DW_TAG_module:
+          ok = walkRaw(raw, raw.firstChild(d), -1, depth + 1, childrenEnd);
+          break;
+        default:
+          break;
+      }
+      if (!ok) return false;
+      if (d.sibling || !childrenEnd) {
+        if (!raw.skip(d, at)) return false;
+      } else {
+        at = childrenEnd;
+      }
+      if (raw.listEnd(at)) {
+        after = raw.afterListEnd(at);
+        return true;
+      }
+    }
   }
 
   // Only scopes that can hold code are entered: types, variables and parameters are skipped,
@@ -117,7 +185,14 @@ struct Resolver::CuTable {
   }
 
   void build() {
-    walk(&cudie, -1, 0);
+    RawCu raw;
+    const uint8_t* after = nullptr;
+    if (!raw.init(&cudie) || !walkRaw(raw, raw.firstChild(), -1, 0, after)) {
+      nodes.clear();
+      ranges.clear();
+      roots.clear();
+      walk(&cudie, -1, 0);
+    }
     std::sort(roots.begin(), roots.end(), [](const Root& a, const Root& b) { return a.lo < b.lo; });
   }
 

@@ -1,0 +1,381 @@
+#include "raw_cu.h"
+
+#include <dwarf.h>
+#include <gelf.h>
+
+#include <bit>
+#include <cstring>
+
+namespace heapman::replay::detail {
+
+namespace {
+
+// Codes beyond this are not a table GCC or clang write (they number from 1 up): libdw reads it.
+constexpr uint64_t kMaxAbbrevCode = 1 << 16;
+
+bool uleb(const uint8_t*& p, const uint8_t* end, uint64_t& v) {
+  v = 0;
+  for (unsigned shift = 0; p < end; shift += 7) {
+    uint8_t b = *p++;
+    if (shift < 64) v |= uint64_t{b & 0x7fu} << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+bool sleb(const uint8_t*& p, const uint8_t* end, int64_t& v) {
+  uint64_t u = 0;
+  unsigned shift = 0;
+  uint8_t b = 0x80;
+  while (p < end && (b & 0x80)) {
+    b = *p++;
+    if (shift < 64) u |= uint64_t{b & 0x7fu} << shift;
+    shift += 7;
+  }
+  if (b & 0x80) return false;
+  if (shift < 64 && (b & 0x40)) u |= ~uint64_t{0} << shift;
+  v = static_cast<int64_t>(u);
+  return true;
+}
+
+// A little-endian unsigned of `n` bytes (n <= 8); false past the end.
+bool fixed(const uint8_t*& p, const uint8_t* end, unsigned n, uint64_t& v) {
+  if (end - p < static_cast<ptrdiff_t>(n)) return false;
+  v = 0;
+  std::memcpy(&v, p, n);
+  p += n;
+  return true;
+}
+
+bool isConstant(unsigned form) {
+  return form == DW_FORM_data1 || form == DW_FORM_data2 || form == DW_FORM_data4 ||
+         form == DW_FORM_data8 || form == DW_FORM_udata;
+}
+
+}  // namespace
+
+bool RawCu::init(Dwarf_Die* cudie) {
+  static_assert(std::endian::native == std::endian::little, "RawCu reads little-endian DWARF");
+  cu_ = cudie->cu;
+  Dwarf_Half version = 0;
+  uint8_t unitType = 0, addrSize = 0, offsetSize = 0;
+  if (dwarf_cu_info(cu_, &version, &unitType, nullptr, nullptr, nullptr, &addrSize, &offsetSize) !=
+      0)
+    return false;
+  if (version < 2 || version > 5 || (addrSize != 4 && addrSize != 8) ||
+      (offsetSize != 4 && offsetSize != 8))
+    return false;
+  version_ = version;
+  addrSize_ = addrSize;
+  offsetSize_ = offsetSize;
+  Dwarf* dbg = dwarf_cu_getdwarf(cu_);
+  Elf* elf = dbg ? dwarf_getelf(dbg) : nullptr;
+  const char* ident = elf ? elf_getident(elf, nullptr) : nullptr;
+  if (!ident || ident[EI_DATA] != ELFDATA2LSB) return false;
+
+  // The unit's bytes: libdw's copy of .debug_info (decompressed when the file compresses it).
+  Dwarf_Off dieOffset = dwarf_dieoffset(cudie);
+  Dwarf_Off inUnit = dwarf_cuoffset(cudie);
+  if (dieOffset == static_cast<Dwarf_Off>(-1) || inUnit == static_cast<Dwarf_Off>(-1) ||
+      inUnit > dieOffset)
+    return false;
+  Dwarf_Off next = 0;
+  if (dwarf_next_unit(dbg, dieOffset - inUnit, &next, nullptr, nullptr, nullptr, nullptr, nullptr,
+                      nullptr, nullptr) != 0 ||
+      next <= dieOffset)
+    return false;
+  const auto* section = static_cast<const uint8_t*>(cudie->addr) - dieOffset;
+  unit_ = section + (dieOffset - inUnit);
+  end_ = section + next;
+
+  // The abbreviations, as libdw parses them; the first of a code wins, as in libdw's table.
+  Dwarf_Off off = 0;
+  for (;;) {
+    size_t length = 0;
+    Dwarf_Abbrev* a = dwarf_getabbrev(cudie, off, &length);
+    if (!a || a == reinterpret_cast<Dwarf_Abbrev*>(-1l) || length == 0) break;
+    off += length;
+    unsigned code = dwarf_getabbrevcode(a);
+    if (code == 0 || code >= kMaxAbbrevCode) return false;
+    if (abbrevs_.size() <= code) abbrevs_.resize(code + 1);
+    Abbrev& ab = abbrevs_[code];
+    if (ab.valid) continue;
+    ab.valid = true;
+    ab.tag = dwarf_getabbrevtag(a);
+    ab.children = dwarf_abbrevhaschildren(a) != 0;
+    ab.attrBegin = static_cast<uint32_t>(attrs_.size());
+    // Until the terminating pair: libdw 0.188's dwarf_getattrcnt counts more attributes than
+    // libc6-dbg's abbreviations have (its later indices fail).
+    for (size_t i = 0;; ++i) {
+      unsigned name = 0, form = 0;
+      Dwarf_Sword data = 0;
+      if (dwarf_getabbrevattr_data(a, i, &name, &form, &data, nullptr) != 0) break;
+      if (name > 0xffff || form > 0xffff) return false;
+      attrs_.push_back({static_cast<uint16_t>(name), static_cast<uint16_t>(form), data});
+    }
+    ab.attrEnd = static_cast<uint32_t>(attrs_.size());
+  }
+
+  Die unit;
+  bool end = false;
+  if (!read(static_cast<const uint8_t*>(cudie->addr), unit, end)) return false;
+  first_ = firstChild(unit);
+  return true;
+}
+
+bool RawCu::skipForm(unsigned form, const uint8_t*& p) const {
+  uint64_t v = 0;
+  unsigned n = 0;
+  switch (form) {
+    case DW_FORM_flag_present:
+    case DW_FORM_implicit_const:
+      return true;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+    case DW_FORM_strx1:
+    case DW_FORM_addrx1:
+      n = 1;
+      break;
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+    case DW_FORM_strx2:
+    case DW_FORM_addrx2:
+      n = 2;
+      break;
+    case DW_FORM_strx3:
+    case DW_FORM_addrx3:
+      n = 3;
+      break;
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+    case DW_FORM_strx4:
+    case DW_FORM_addrx4:
+    case DW_FORM_ref_sup4:
+      n = 4;
+      break;
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+    case DW_FORM_ref_sig8:
+    case DW_FORM_ref_sup8:
+      n = 8;
+      break;
+    case DW_FORM_data16:
+      if (end_ - p < 16) return false;
+      p += 16;
+      return true;
+    case DW_FORM_addr:
+      n = addrSize_;
+      break;
+    case DW_FORM_ref_addr:
+      n = version_ == 2 ? addrSize_ : offsetSize_;
+      break;
+    case DW_FORM_strp:
+    case DW_FORM_line_strp:
+    case DW_FORM_sec_offset:
+    case DW_FORM_strp_sup:
+    case DW_FORM_GNU_ref_alt:
+    case DW_FORM_GNU_strp_alt:
+      n = offsetSize_;
+      break;
+    case DW_FORM_sdata:
+    case DW_FORM_udata:
+    case DW_FORM_ref_udata:
+    case DW_FORM_strx:
+    case DW_FORM_addrx:
+    case DW_FORM_loclistx:
+    case DW_FORM_rnglistx:
+    case DW_FORM_GNU_addr_index:
+    case DW_FORM_GNU_str_index:
+      return uleb(p, end_, v);
+    case DW_FORM_string: {
+      const void* nul = std::memchr(p, 0, static_cast<size_t>(end_ - p));
+      if (!nul) return false;
+      p = static_cast<const uint8_t*>(nul) + 1;
+      return true;
+    }
+    case DW_FORM_block1:
+      if (!fixed(p, end_, 1, v)) return false;
+      break;
+    case DW_FORM_block2:
+      if (!fixed(p, end_, 2, v)) return false;
+      break;
+    case DW_FORM_block4:
+      if (!fixed(p, end_, 4, v)) return false;
+      break;
+    case DW_FORM_block:
+    case DW_FORM_exprloc:
+      if (!uleb(p, end_, v)) return false;
+      break;
+    default:
+      return false;
+  }
+  if (n) return fixed(p, end_, n, v);
+  // A block of v bytes.
+  if (v > static_cast<uint64_t>(end_ - p)) return false;
+  p += v;
+  return true;
+}
+
+bool RawCu::read(const uint8_t* at, Die& die, bool& end) const {
+  end = false;
+  if (at >= end_) {
+    end = true;
+    return false;
+  }
+  const uint8_t* p = at;
+  uint64_t code = 0;
+  if (!uleb(p, end_, code)) return false;
+  if (code == 0) {
+    end = true;
+    return false;
+  }
+  if (code >= abbrevs_.size() || !abbrevs_[code].valid) return false;
+  const Abbrev& ab = abbrevs_[code];
+  die = Die{};
+  die.at = at;
+  die.tag = ab.tag;
+  die.children = ab.children;
+  bool low = false, high = false, highIsAddr = false, other = false, seenSibling = false;
+  bool seenLow = false, seenHigh = false, seenFile = false, seenLine = false;
+  uint64_t highValue = 0;
+  for (uint32_t i = ab.attrBegin; i < ab.attrEnd; ++i) {
+    const Attr& a = attrs_[i];
+    unsigned form = a.form;
+    while (form == DW_FORM_indirect) {
+      uint64_t f = 0;
+      if (!uleb(p, end_, f) || f > 0xffff) return false;
+      form = static_cast<unsigned>(f);
+    }
+    switch (a.name) {
+      case DW_AT_sibling: {
+        if (seenSibling) break;
+        seenSibling = true;
+        // As libdw's dwarf_siblingof: a unit-relative reference after this DIE, inside the unit;
+        // anything else is an error there, which the libdw walk reproduces.
+        const uint8_t* q = p;
+        uint64_t v = 0;
+        bool ok = form == DW_FORM_ref1   ? fixed(q, end_, 1, v)
+                  : form == DW_FORM_ref2 ? fixed(q, end_, 2, v)
+                  : form == DW_FORM_ref4 ? fixed(q, end_, 4, v)
+                  : form == DW_FORM_ref8 ? fixed(q, end_, 8, v)
+                  : form == DW_FORM_ref_udata && uleb(q, end_, v);
+        if (!ok || v >= static_cast<uint64_t>(end_ - unit_) ||
+            v <= static_cast<uint64_t>(at - unit_))
+          return false;
+        die.sibling = unit_ + v;
+        break;
+      }
+      case DW_AT_low_pc:
+        if (seenLow) break;
+        seenLow = true;
+        if (form == DW_FORM_addr) {
+          const uint8_t* q = p;
+          if (!fixed(q, end_, addrSize_, die.lo)) return false;
+          low = true;
+        } else {
+          other = true;
+        }
+        break;
+      case DW_AT_high_pc:
+        if (seenHigh) break;
+        seenHigh = true;
+        if (form == DW_FORM_addr || isConstant(form)) {
+          const uint8_t* q = p;
+          bool ok = form == DW_FORM_addr    ? fixed(q, end_, addrSize_, highValue)
+                    : form == DW_FORM_udata ? uleb(q, end_, highValue)
+                    : fixed(q, end_,
+                            form == DW_FORM_data1   ? 1
+                            : form == DW_FORM_data2 ? 2
+                            : form == DW_FORM_data4 ? 4
+                                                    : 8,
+                            highValue);
+          if (!ok) return false;
+          high = true;
+          highIsAddr = form == DW_FORM_addr;
+        } else {
+          other = true;
+        }
+        break;
+      case DW_AT_ranges:
+      case DW_AT_abstract_origin:
+      case DW_AT_specification:
+        other = true;
+        break;
+      case DW_AT_call_file:
+      case DW_AT_call_line: {
+        bool& seen = a.name == DW_AT_call_file ? seenFile : seenLine;
+        if (seen) break;
+        seen = true;
+        int& state = a.name == DW_AT_call_file ? die.callFileState : die.callLineState;
+        uint64_t& value = a.name == DW_AT_call_file ? die.callFile : die.callLine;
+        const uint8_t* q = p;
+        int64_t s = 0;
+        state = 1;
+        if (form == DW_FORM_implicit_const) {
+          value = static_cast<uint64_t>(a.implicitConst);
+        } else if (form == DW_FORM_sdata) {
+          if (!sleb(q, end_, s)) return false;
+          value = static_cast<uint64_t>(s);
+        } else if (form == DW_FORM_udata) {
+          if (!uleb(q, end_, value)) return false;
+        } else if (isConstant(form)) {
+          if (!fixed(q, end_,
+                     form == DW_FORM_data1   ? 1
+                     : form == DW_FORM_data2 ? 2
+                     : form == DW_FORM_data4 ? 4
+                                             : 8,
+                     value))
+            return false;
+        } else {
+          state = 2;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    if (!skipForm(form, p)) return false;
+  }
+  die.next = p;
+  die.lowHigh = low && high;
+  if (die.lowHigh) die.hi = highIsAddr ? highValue : die.lo + highValue;
+  die.ranges = !die.lowHigh && (other || low || high);
+  return true;
+}
+
+bool RawCu::skip(const Die& die, const uint8_t*& next) const {
+  // dwarf_siblingof's loop: jump by DW_AT_sibling where there is one, else go through the
+  // children, a level deeper for each DIE with children, a level up for each null entry.
+  Die cur = die;
+  unsigned level = 0;
+  for (;;) {
+    const uint8_t* p;
+    if (cur.sibling) {
+      p = cur.sibling;
+    } else {
+      p = cur.next;
+      if (cur.children) ++level;
+    }
+    while (p < end_ && *p == 0 && level > 0) {
+      --level;
+      ++p;
+    }
+    if (level == 0 || p >= end_) {
+      next = p;
+      return true;
+    }
+    bool atEnd = false;
+    if (!read(p, cur, atEnd)) return false;
+  }
+}
+
+Dwarf_Die RawCu::dwarfDie(const uint8_t* at) const {
+  Dwarf_Die d{};
+  d.addr = const_cast<uint8_t*>(at);
+  d.cu = cu_;
+  d.abbrev = nullptr;
+  return d;
+}
+
+}  // namespace heapman::replay::detail
