@@ -55,6 +55,34 @@ class RawCu {
   bool listEnd(const uint8_t* p) const { return p >= end_ || *p == 0; }
   // What follows the null entry at `p` (precondition: listEnd(p)); the unit's end stays put.
   const uint8_t* afterListEnd(const uint8_t* p) const { return p >= end_ ? end_ : p + 1; }
+  // Reads each DIE of the list starting at `first` (nullptr: an empty list) and calls
+  // visit(die, childrenEnd), which returns false to give up and may walk the DIE's children,
+  // setting childrenEnd to what walkList gave it as `after`: then a DIE without DW_AT_sibling (the
+  // last of a list, often a namespace) is not read through again to find the next. `after`: what
+  // follows the list's null entry. False on malformed input or when visit gave up.
+  template <typename Visit>
+  bool walkList(const uint8_t* first, const uint8_t*& after, Visit&& visit) const {
+    after = nullptr;
+    if (!first) return true;
+    const uint8_t* at = first;
+    for (;;) {
+      Die d;
+      bool end = false;
+      if (!read(at, d, end)) return false;
+      const uint8_t* childrenEnd = nullptr;
+      if (!visit(d, childrenEnd)) return false;
+      if (d.sibling || !childrenEnd) {
+        if (!skip(d, at)) return false;
+      } else {
+        at = childrenEnd;
+      }
+      if (listEnd(at)) {
+        after = afterListEnd(at);
+        return true;
+      }
+    }
+  }
+
   // A Dwarf_Die for libdw (its abbreviation looked up on first use).
   Dwarf_Die dwarfDie(const uint8_t* at) const;
 

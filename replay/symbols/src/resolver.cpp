@@ -40,6 +40,7 @@ struct Resolver::CuTable {
   };
 
   Dwarf_Die cudie;
+  std::unique_ptr<RawCu> raw;  // the unit's DIEs read directly; nullptr when RawCu can't
   std::vector<Node> nodes;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   std::vector<Root> roots;  // sorted by lo
@@ -98,56 +99,33 @@ struct Resolver::CuTable {
   }
 
   // walk() over RawCu's reading of the unit: the same tree, without libdw's per-DIE lookups.
-  // `after`: what follows the list's null entry once the whole list was walked, else nullptr.
   // False when RawCu can't read the unit (the caller starts over with walk()).
   bool walkRaw(const RawCu& raw, const uint8_t* first, int32_t parent, int depth,
                const uint8_t*& after) {
     after = nullptr;
-    if (depth > kMaxDepth || !first) return true;
-    const uint8_t* at = first;
-    for (;;) {
-      RawCu::Die d;
-      bool end = false;
-      if (!raw.read(at, d, end)) return false;
+    if (depth > kMaxDepth) return true;
+    return raw.walkList(first, after, [&](const RawCu::Die& d, const uint8_t*& childrenEnd) {
       Dwarf_Die die = raw.dwarfDie(d.at);
-      // Where this DIE's children end when they are walked: a DIE without DW_AT_sibling (the
-      // last of a list, often a namespace) is not read through a second time to find it.
-      const uint8_t* childrenEnd = nullptr;
-      bool ok = true;
       switch (d.tag) {
         case DW_TAG_subprogram: {
           int32_t idx = add(&die, -1, &d);
-          if (idx >= 0) ok = walkRaw(raw, raw.firstChild(d), idx, depth + 1, childrenEnd);
-          break;
+          return idx < 0 || walkRaw(raw, raw.firstChild(d), idx, depth + 1, childrenEnd);
         }
         case DW_TAG_inlined_subroutine: {
           int32_t idx = add(&die, parent, &d);
-          if (idx >= 0) ok = walkRaw(raw, raw.firstChild(d), idx, depth + 1, childrenEnd);
-          break;
+          return idx < 0 || walkRaw(raw, raw.firstChild(d), idx, depth + 1, childrenEnd);
         }
         case DW_TAG_lexical_block:
         case DW_TAG_try_block:
         case DW_TAG_catch_block:
-          ok = walkRaw(raw, raw.firstChild(d), parent, depth + 1, childrenEnd);
-          break;
+          return walkRaw(raw, raw.firstChild(d), parent, depth + 1, childrenEnd);
         case DW_TAG_namespace:
         case DW_TAG_module:
-          ok = walkRaw(raw, raw.firstChild(d), -1, depth + 1, childrenEnd);
-          break;
+          return walkRaw(raw, raw.firstChild(d), -1, depth + 1, childrenEnd);
         default:
-          break;
+          return true;
       }
-      if (!ok) return false;
-      if (d.sibling || !childrenEnd) {
-        if (!raw.skip(d, at)) return false;
-      } else {
-        at = childrenEnd;
-      }
-      if (raw.listEnd(at)) {
-        after = raw.afterListEnd(at);
-        return true;
-      }
-    }
+    });
   }
 
   // Only scopes that can hold code are entered: types, variables and parameters are skipped,
@@ -185,9 +163,10 @@ struct Resolver::CuTable {
   }
 
   void build() {
-    RawCu raw;
+    raw = std::make_unique<RawCu>();
+    if (!raw->init(&cudie)) raw.reset();
     const uint8_t* after = nullptr;
-    if (!raw.init(&cudie) || !walkRaw(raw, raw.firstChild(), -1, 0, after)) {
+    if (!raw || !walkRaw(*raw, raw->firstChild(), -1, 0, after)) {
       nodes.clear();
       ranges.clear();
       roots.clear();
@@ -255,6 +234,27 @@ struct Resolver::CuTable {
     } while (dwarf_siblingof(&child, &child) == 0);
   }
 
+  // buildScopes() over RawCu's reading (scope names still through libdw).
+  bool buildScopesRaw(const RawCu& raw, const uint8_t* first, uint32_t scope, int depth,
+                      const uint8_t*& after) {
+    after = nullptr;
+    if (depth > kMaxDepth) return true;
+    return raw.walkList(first, after, [&](const RawCu::Die& d, const uint8_t*& childrenEnd) {
+      if (d.tag == DW_TAG_subprogram) {
+        scopeOfDie.emplace_back(d.at, scope);
+      } else if (d.tag == DW_TAG_namespace || d.tag == DW_TAG_class_type ||
+                 d.tag == DW_TAG_structure_type || d.tag == DW_TAG_union_type) {
+        Dwarf_Die die = raw.dwarfDie(d.at);
+        const char* name = dwarf_diename(&die);
+        if (!name && d.tag != DW_TAG_namespace) return true;
+        scopes.push_back({name, scope});
+        return buildScopesRaw(raw, raw.firstChild(d), static_cast<uint32_t>(scopes.size() - 1),
+                              depth + 1, childrenEnd);
+      }
+      return true;
+    });
+  }
+
   const std::string& prefixOf(uint32_t scope) {
     Scope& s = scopes[scope];
     if (!s.built) {
@@ -276,7 +276,12 @@ struct Resolver::CuTable {
     if (!scopesBuilt) {
       scopesBuilt = true;
       scopes.push_back({nullptr, 0});
-      buildScopes(&cudie, 0, 0);
+      const uint8_t* after = nullptr;
+      if (!raw || !buildScopesRaw(*raw, raw->firstChild(), 0, 0, after)) {
+        scopes.resize(1);
+        scopeOfDie.clear();
+        buildScopes(&cudie, 0, 0);
+      }
       // A walk in DIE order lists them sorted; malformed sibling links could break that.
       if (!std::is_sorted(scopeOfDie.begin(), scopeOfDie.end(), byDie))
         std::stable_sort(scopeOfDie.begin(), scopeOfDie.end(), byDie);
