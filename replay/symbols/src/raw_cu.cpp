@@ -114,6 +114,27 @@ bool RawCu::init(Dwarf_Die* cudie) {
       attrs_.push_back({static_cast<uint16_t>(name), static_cast<uint16_t>(form), data});
     }
     ab.attrEnd = static_cast<uint32_t>(attrs_.size());
+    int32_t size = 0;
+    for (uint32_t i = ab.attrBegin; i < ab.attrEnd && size >= 0; ++i) {
+      const Attr& at = attrs_[i];
+      switch (at.name) {
+        case DW_AT_sibling:
+        case DW_AT_low_pc:
+        case DW_AT_high_pc:
+        case DW_AT_ranges:
+        case DW_AT_abstract_origin:
+        case DW_AT_specification:
+        case DW_AT_call_file:
+        case DW_AT_call_line:
+          size = -1;
+          break;
+        default: {
+          int n = fixedSize(at.form);
+          size = n < 0 ? -1 : size + n;
+        }
+      }
+    }
+    ab.plainSize = size;
   }
 
   Die unit;
@@ -121,6 +142,54 @@ bool RawCu::init(Dwarf_Die* cudie) {
   if (!read(static_cast<const uint8_t*>(cudie->addr), unit, end)) return false;
   first_ = firstChild(unit);
   return true;
+}
+
+int RawCu::fixedSize(unsigned form) const {
+  switch (form) {
+    case DW_FORM_flag_present:
+    case DW_FORM_implicit_const:
+      return 0;
+    case DW_FORM_data1:
+    case DW_FORM_ref1:
+    case DW_FORM_flag:
+    case DW_FORM_strx1:
+    case DW_FORM_addrx1:
+      return 1;
+    case DW_FORM_data2:
+    case DW_FORM_ref2:
+    case DW_FORM_strx2:
+    case DW_FORM_addrx2:
+      return 2;
+    case DW_FORM_strx3:
+    case DW_FORM_addrx3:
+      return 3;
+    case DW_FORM_data4:
+    case DW_FORM_ref4:
+    case DW_FORM_strx4:
+    case DW_FORM_addrx4:
+    case DW_FORM_ref_sup4:
+      return 4;
+    case DW_FORM_data8:
+    case DW_FORM_ref8:
+    case DW_FORM_ref_sig8:
+    case DW_FORM_ref_sup8:
+      return 8;
+    case DW_FORM_data16:
+      return 16;
+    case DW_FORM_addr:
+      return static_cast<int>(addrSize_);
+    case DW_FORM_ref_addr:
+      return static_cast<int>(version_ == 2 ? addrSize_ : offsetSize_);
+    case DW_FORM_strp:
+    case DW_FORM_line_strp:
+    case DW_FORM_sec_offset:
+    case DW_FORM_strp_sup:
+    case DW_FORM_GNU_ref_alt:
+    case DW_FORM_GNU_strp_alt:
+      return static_cast<int>(offsetSize_);
+    default:
+      return -1;
+  }
 }
 
 bool RawCu::skipForm(unsigned form, const uint8_t*& p) const {
@@ -236,6 +305,11 @@ bool RawCu::read(const uint8_t* at, Die& die, bool& end) const {
   die.at = at;
   die.tag = ab.tag;
   die.children = ab.children;
+  if (ab.plainSize >= 0) {
+    if (end_ - p < ab.plainSize) return false;
+    die.next = p + ab.plainSize;
+    return true;
+  }
   bool low = false, high = false, highIsAddr = false, other = false, seenSibling = false;
   bool seenLow = false, seenHigh = false, seenFile = false, seenLine = false;
   uint64_t highValue = 0;

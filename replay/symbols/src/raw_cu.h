@@ -96,11 +96,17 @@ class RawCu {
     bool children = false;
     unsigned tag = 0;
     uint32_t attrBegin = 0, attrEnd = 0;
+    // The bytes of a DIE with this abbreviation when none of its attributes is read here and
+    // all have forms of one size (most of the members, parameters and variables a walk passes
+    // over); -1 otherwise.
+    int32_t plainSize = -1;
   };
 
   // Skips one attribute value of `form` at `p`; false when the form is unknown or runs past
   // the end.
   bool skipForm(unsigned form, const uint8_t*& p) const;
+  // The size of a value of `form` when it has one size; -1 otherwise.
+  int fixedSize(unsigned form) const;
 
   Dwarf_CU* cu_ = nullptr;
   const uint8_t* unit_ = nullptr;  // the unit header's first byte (references are relative to it)
