@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "debug_cache.h"
 #include "elf_check.h"
 #include "module_map.h"
 #include "resolver.h"
@@ -87,7 +88,7 @@ struct Symbolizer::Impl {
     debugPath += ":.debug:/usr/lib/debug";
     debugPathPtr = debugPath.data();
     callbacks.find_elf = dwfl_build_id_find_elf;
-    callbacks.find_debuginfo = dwfl_standard_find_debuginfo;
+    callbacks.find_debuginfo = detail::findDebuginfoCached;
     callbacks.section_address = dwfl_offline_section_address;
     callbacks.debuginfo_path = &debugPathPtr;
   }

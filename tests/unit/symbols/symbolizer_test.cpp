@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -289,6 +290,55 @@ TEST_CASE("copies without debug info: functions from the symbol tables", "[symbo
     }
     CHECK(sym.resolve(inlined.address).frames.size() == 2);
   }
+}
+
+TEST_CASE("a compressed debug file is inflated once into the cache and read from there after",
+          "[symbols]") {
+  const symtest::Site named = symtest::namespaced();
+  const symtest::Site inlined = symtest::withInlined();
+  const ModuleLoad lib = moduleOf(named.address);
+  TempDir tmp;
+  std::string id;
+  for (uint8_t byte : lib.buildId) id += hex(byte).substr(2).insert(0, byte < 16 ? "0" : "");
+  const fs::path debugDir = tmp.path / "debug";
+  const fs::path found = debugDir / ".build-id" / id.substr(0, 2) / (id.substr(2) + ".debug");
+  fs::create_directories(found.parent_path());
+  fs::copy_file(SYMTEST_DEBUGZLIB, found);
+  const fs::path cache = tmp.path / "cache";
+  const char* oldCache = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = oldCache ? oldCache : "";
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+
+  ModuleLoad m = lib;
+  m.path = SYMTEST_NODEBUG;
+  SymbolizerOptions options;
+  options.debugDirs = {debugDir.string()};
+  Symbolizer reference;
+  reference.addModule(lib);
+  const fs::path copy = cache / "heapman" / "debug" / (id + ".debug");
+  {
+    Symbolizer first(options);
+    first.addModule(m);
+    for (const symtest::Site& site : {named, inlined})
+      CHECK(first.resolve(site.address).frames == reference.resolve(site.address).frames);
+  }
+  REQUIRE(fs::is_regular_file(copy));
+  CHECK(fs::file_size(copy) > fs::file_size(SYMTEST_DEBUGZLIB));  // the sections inflated
+  // Without the file it was made from, the next session still has the lines: it reads the copy.
+  fs::remove(found);
+  {
+    Symbolizer second(options);
+    second.addModule(m);
+    for (const symtest::Site& site : {named, inlined}) {
+      const Symbolized& s = second.resolve(site.address);
+      CHECK(s.problem.empty());
+      CHECK(s.frames == reference.resolve(site.address).frames);
+    }
+  }
+  if (oldCache)
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    unsetenv("XDG_CACHE_HOME");
 }
 
 TEST_CASE("path maps find a module recorded under another directory", "[symbols]") {
