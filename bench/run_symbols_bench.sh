@@ -2,7 +2,8 @@
 # run_symbols_bench.sh BUILD_DIR [COUNT]: the symbolizer on COUNT (default 400000) unique addresses
 # from the project's own RelWithDebInfo binaries and the libstdc++ and libc they load, then the
 # peers (elfutils eu-addr2line, binutils addr2line: -a -f -i -C, addresses on stdin) on the same
-# addresses, and how often the answers agree with binutils'.
+# addresses, and how often the answers agree with binutils'. The first run starts with an empty
+# debug cache (XDG_CACHE_HOME in a temporary directory).
 #
 # Needs in BUILD_DIR: bench/symbols_bench, heapman/heapman, tests/logformat_tests.
 set -euo pipefail
@@ -16,8 +17,11 @@ while read -r lib; do files+=("$(realpath "$lib")"); done < <(
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# A cache of its own, empty at first: the first run inflates a compressed separate debug file
+# (libc6-dbg's) into it, as a user's first query does; the later runs read that copy.
+export XDG_CACHE_HOME="$work/cache"
 
-echo "== HeapMan symbolizer, all hardware threads (3 runs)"
+echo "== HeapMan symbolizer, all hardware threads (3 runs: the first with an empty debug cache)"
 "$bench" --count "$count" --dump "$work" --print "${files[@]}"
 for run in 2 3; do "$bench" --count "$count" "${files[@]}" | tail -2; done
 echo "== HeapMan symbolizer, one thread"
