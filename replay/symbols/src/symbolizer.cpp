@@ -23,10 +23,36 @@ namespace heapman::replay {
 namespace {
 
 // Each worker owns one contiguous region of the sorted addresses and takes it kPiece addresses
-// at a time; when done it helps the others with theirs. Contiguous regions keep every CU's setup
-// (line table, function tree, decompressed debug sections: each worker's own Dwfl does each
-// once) to about one worker.
+// at a time from the front; when done it helps the others, taking theirs from the back.
+// Contiguous regions keep every CU's setup (line table, function tree, debug sections: each
+// worker's own Dwfl does each once) to about one worker, and a helper starts on the CUs the owner
+// would reach last, not on the one it is in.
 constexpr size_t kPiece = 1024;
+
+// The unclaimed addresses [front, back) of one region in one word (front << 32 | back): the
+// owner and the helpers claim pieces from either end without overlapping.
+class Region {
+ public:
+  void reset(uint64_t front, uint64_t back) { span_.store(front << 32 | back); }
+  // [lo, hi) claimed; false when nothing is left.
+  bool claim(bool fromBack, size_t& lo, size_t& hi) {
+    uint64_t cur = span_.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t front = cur >> 32, back = cur & 0xffffffffu;
+      if (front >= back) return false;
+      const uint64_t take = std::min<uint64_t>(back - front, kPiece);
+      const uint64_t next = fromBack ? (front << 32 | (back - take)) : ((front + take) << 32 | back);
+      if (span_.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
+        lo = fromBack ? back - take : front;
+        hi = lo + take;
+        return true;
+      }
+    }
+  }
+
+ private:
+  std::atomic<uint64_t> span_{0};
+};
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -194,18 +220,18 @@ void Symbolizer::resolveAll(std::span<const uint64_t> addresses) {
     for (size_t w = 0; w < workers; ++w)
       im.resolver(w);  // created here: workers don't allocate shared state
 
+    // Regions are indexed in 32 bits: `results` (over 100 bytes an address) could not have
+    // been allocated for 2^32 of them.
     const size_t region = (n + workers - 1) / workers;
-    std::vector<std::atomic<size_t>> cursor(workers);
-    for (size_t w = 0; w < workers; ++w) cursor[w].store(w * region);
+    std::vector<Region> regions(workers);
+    for (size_t w = 0; w < workers; ++w)
+      regions[w].reset(std::min(n, w * region), std::min(n, (w + 1) * region));
     auto work = [&](size_t w) {
       detail::Resolver& r = *im.resolvers[w];
       for (size_t i = 0; i < workers; ++i) {  // its own region first, then the others'
         const size_t v = (w + i) % workers;
-        const size_t end = std::min(n, (v + 1) * region);
-        for (size_t k; (k = cursor[v].fetch_add(kPiece, std::memory_order_relaxed)) < end;) {
-          for (size_t j = k; j < std::min(end, k + kPiece); ++j)
-            im.resolveOne(r, todo[j], results[j]);
-        }
+        for (size_t lo, hi; regions[v].claim(i != 0, lo, hi);)
+          for (size_t j = lo; j < hi; ++j) im.resolveOne(r, todo[j], results[j]);
       }
     };
     std::vector<std::thread> threads;
