@@ -186,6 +186,9 @@ int main(int argc, char** argv) {
               100.0 * static_cast<double>(st.withFunction) / static_cast<double>(st.resolved),
               100.0 * static_cast<double>(st.withLine) / static_cast<double>(st.resolved),
               static_cast<double>(frames) / static_cast<double>(st.resolved));
+  std::printf("compile units: %llu read directly, %llu walked through libdw (per worker)\n",
+              static_cast<unsigned long long>(st.unitsRead),
+              static_cast<unsigned long long>(st.unitsWalked));
 
   if (print && !dump.empty()) {
     for (size_t i = 0; i < modules.size(); ++i) {

@@ -162,17 +162,22 @@ struct Resolver::CuTable {
     } while (dwarf_siblingof(&child, &child) == 0);
   }
 
-  void build() {
-    raw = std::make_unique<RawCu>();
-    if (!raw->init(&cudie)) raw.reset();
+  // `rawAllowed`: RawCu may read the unit. True when it did.
+  bool build(bool rawAllowed) {
+    if (rawAllowed) {
+      raw = std::make_unique<RawCu>();
+      if (!raw->init(&cudie)) raw.reset();
+    }
     const uint8_t* after = nullptr;
-    if (!raw || !walkRaw(*raw, raw->firstChild(), -1, 0, after)) {
+    bool read = raw && walkRaw(*raw, raw->firstChild(), -1, 0, after);
+    if (!read) {
       nodes.clear();
       ranges.clear();
       roots.clear();
       walk(&cudie, -1, 0);
     }
     std::sort(roots.begin(), roots.end(), [](const Root& a, const Root& b) { return a.lo < b.lo; });
+    return read;
   }
 
   // The innermost function or inlined copy at `a`; -1 when no function of this CU has it.
@@ -320,7 +325,10 @@ struct Resolver::Module {
 
 // dwfl_begin() sets libelf's global version: done here, on the thread that owns the Symbolizer,
 // not in the workers.
-Resolver::Resolver(const Dwfl_Callbacks* callbacks) : dwfl_(dwfl_begin(callbacks)) {}
+Resolver::Resolver(const Dwfl_Callbacks* callbacks) : dwfl_(dwfl_begin(callbacks)) {
+  const char* libdwOnly = std::getenv("HEAPMAN_SYMBOLS_LIBDW");
+  rawAllowed_ = !(libdwOnly && std::strcmp(libdwOnly, "1") == 0);
+}
 
 Resolver::~Resolver() {
   if (dwfl_) dwfl_end(dwfl_);
@@ -352,7 +360,7 @@ Resolver::CuTable& Resolver::cuTable(Module& m, Dwarf_Die* cudie) {
   if (!slot) {
     slot = std::make_unique<CuTable>();
     slot->cudie = *cudie;
-    slot->build();
+    ++(slot->build(rawAllowed_) ? unitsRead_ : unitsWalked_);
   }
   m.lastCuKey = key;
   m.lastCu = slot.get();

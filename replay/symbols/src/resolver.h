@@ -36,6 +36,10 @@ class Resolver {
   // in module `index`, whose file passed checkModuleFile(). Precondition: the module covers it.
   void resolve(int32_t index, const ModuleFile& file, uint64_t address, Symbolized& out);
 
+  // Compile units whose function trees RawCu read / libdw's DIE functions walked so far.
+  uint64_t unitsRead() const { return unitsRead_; }
+  uint64_t unitsWalked() const { return unitsWalked_; }
+
  private:
   struct CuTable;
   struct Symbol;
@@ -51,6 +55,8 @@ class Resolver {
   const std::string& fileName(const char* name);
 
   Dwfl* dwfl_ = nullptr;
+  bool rawAllowed_ = true;  // false with HEAPMAN_SYMBOLS_LIBDW=1
+  uint64_t unitsRead_ = 0, unitsWalked_ = 0;
   std::vector<std::unique_ptr<Module>> modules_;  // by module index
   // Keyed by the string's address inside the mapped debug sections: each distinct string is
   // demangled once per thread, whatever CU or module names it.

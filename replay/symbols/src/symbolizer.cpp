@@ -273,7 +273,13 @@ const Symbolized& Symbolizer::resolve(uint64_t address) {
 }
 
 Symbolizer::Stats Symbolizer::stats() const {
-  return impl_->stats;
+  Stats s = impl_->stats;
+  for (const auto& r : impl_->resolvers) {
+    if (!r) continue;
+    s.unitsRead += r->unitsRead();
+    s.unitsWalked += r->unitsWalked();
+  }
+  return s;
 }
 
 }  // namespace heapman::replay

@@ -439,6 +439,42 @@ TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by on
   CHECK(withLine > unique * 8 / 10);
 }
 
+TEST_CASE("function trees read from the DIE bytes give what libdw's DIE walk gives", "[symbols]") {
+  const ModuleLoad lib = moduleOf(symtest::namespaced().address);
+  const ModuleLoad exe = moduleOf(reinterpret_cast<uint64_t>(&exeFunction));
+  std::vector<uint64_t> addresses;
+  for (const ModuleLoad& m : {lib, exe})
+    for (const auto& seg : m.segments)
+      if (seg.flags & PF_X)
+        for (uint64_t off = 1; off < seg.memSize; off += 11)
+          addresses.push_back(m.base + seg.vaddr + off);
+  if (addresses.size() > 100000) addresses.resize(100000);
+
+  auto resolveAll = [&](bool libdwOnly, Symbolizer& sym) {
+    if (libdwOnly) setenv("HEAPMAN_SYMBOLS_LIBDW", "1", 1);
+    sym.addModule(lib);
+    sym.addModule(exe);
+    sym.resolveAll(addresses);
+    unsetenv("HEAPMAN_SYMBOLS_LIBDW");
+  };
+  Symbolizer read(SymbolizerOptions{1, {}, {}});
+  Symbolizer walked(SymbolizerOptions{1, {}, {}});
+  resolveAll(false, read);
+  resolveAll(true, walked);
+  CHECK(read.stats().unitsRead > 0);
+  CHECK(read.stats().unitsWalked == 0);
+  CHECK(walked.stats().unitsRead == 0);
+  CHECK(walked.stats().unitsWalked == read.stats().unitsRead);
+  size_t different = 0, inlined = 0;
+  for (uint64_t a : addresses) {
+    const Symbolized& r = *read.lookup(a);
+    different += !(r == *walked.lookup(a));
+    inlined += r.frames.size() > 1;
+  }
+  CHECK(different == 0);
+  CHECK(inlined > 100);  // the trees under test have inlined copies
+}
+
 TEST_CASE("names of a C function, an inlined static function, an inlined constructor",
           "[symbols]") {
   const symtest_c_site c = symtest_c_function();

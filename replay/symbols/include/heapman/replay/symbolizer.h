@@ -122,6 +122,12 @@ class Symbolizer {
     uint64_t withFunction = 0; // of which a function name was found
     uint64_t withLine = 0;     // of which a source line was found
     double seconds = 0;        // wall time spent in resolveAll()
+    // Compile units whose function trees were read from their DIE bytes directly / walked
+    // through libdw's DIE functions (a unit the direct reader can't read, or all of them with
+    // HEAPMAN_SYMBOLS_LIBDW=1 in the environment: the slower walk, to compare answers). Summed
+    // over the workers' sessions: a unit two workers met counts twice.
+    uint64_t unitsRead = 0;
+    uint64_t unitsWalked = 0;
   };
   Stats stats() const;
 
