@@ -1,7 +1,9 @@
 #include "debug_cache.h"
 
+#include <dirent.h>
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <gelf.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -75,6 +77,23 @@ bool copyFile(int from, int to) {
   }
 }
 
+// Removes the NAME.debug.tmp.PID.N files in `dir` of processes that no longer run (a copy
+// interrupted by SIGKILL or a crash); those of live processes are being written.
+void removeStaleCopies(const std::string& dir) {
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (const dirent* e = readdir(d)) {
+    const char* tmp = std::strstr(e->d_name, ".debug.tmp.");
+    if (!tmp) continue;
+    char* end = nullptr;
+    long pid = std::strtol(tmp + std::strlen(".debug.tmp."), &end, 10);
+    if (pid <= 0 || !end || *end != '.') continue;
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      unlink((dir + "/" + e->d_name).c_str());
+  }
+  closedir(d);
+}
+
 // The inflated copy of the debug file open at `fd`, made in `dir` when missing: its path, or
 // empty when the file has no compressed section (or no build id) or the copy can't be made.
 std::string inflatedCopy(int fd, const std::string& dir) {
@@ -101,6 +120,7 @@ std::string inflatedCopy(int fd, const std::string& dir) {
   std::string path = dir + "/" + hexId(id, idSize) + ".debug";
   if (access(path.c_str(), R_OK) == 0) return path;
 
+  removeStaleCopies(dir);
   // Made under a name of its own and renamed: a reader sees no copy or a whole one.
   static std::atomic<unsigned> serial{0};
   std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(serial++);

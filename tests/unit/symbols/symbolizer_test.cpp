@@ -3,6 +3,7 @@
 // the addresses are real return addresses, and the expected lines come from __LINE__.
 #include <elf.h>
 #include <link.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -316,6 +317,16 @@ TEST_CASE("a compressed debug file is inflated once into the cache and read from
   Symbolizer reference;
   reference.addModule(lib);
   const fs::path copy = cache / "heapman" / "debug" / (id + ".debug");
+  // What a copy killed half-way leaves (a process that has exited), and one being written.
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  REQUIRE(gone > 0);
+  waitpid(gone, nullptr, 0);
+  fs::create_directories(copy.parent_path());
+  const fs::path stale = copy.string() + ".tmp." + std::to_string(gone) + ".0";
+  const fs::path writing = copy.string() + ".tmp." + std::to_string(getpid()) + ".99";
+  std::ofstream(stale) << "half";
+  std::ofstream(writing) << "half";
   {
     Symbolizer first(options);
     first.addModule(m);
@@ -323,6 +334,8 @@ TEST_CASE("a compressed debug file is inflated once into the cache and read from
       CHECK(first.resolve(site.address).frames == reference.resolve(site.address).frames);
   }
   REQUIRE(fs::is_regular_file(copy));
+  CHECK(!fs::exists(stale));
+  CHECK(fs::exists(writing));
   CHECK(fs::file_size(copy) > fs::file_size(SYMTEST_DEBUGZLIB));  // the sections inflated
   // Without the file it was made from, the next session still has the lines: it reads the copy.
   fs::remove(found);
