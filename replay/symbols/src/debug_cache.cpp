@@ -30,10 +30,10 @@ struct ElfHandle {
   }
 };
 
-// $XDG_CACHE_HOME/heapman/debug, else $HOME/.cache/heapman/debug, created when missing (the
-// cache directory itself too, as the XDG spec asks); empty when neither variable is set or the
-// directory can't be made.
-std::string cacheDir() {
+// $XDG_CACHE_HOME/heapman/debug, else $HOME/.cache/heapman/debug; with `create`, made when
+// missing (the cache directory itself too, as the XDG spec asks). Empty when neither variable is
+// set or the directory can't be made.
+std::string cacheDir(bool create) {
   std::string base;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/')
     base = x;
@@ -44,7 +44,7 @@ std::string cacheDir() {
   std::string dir = base;
   for (const char* part : {"", "/heapman", "/debug"}) {
     dir += part;
-    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return {};
+    if (create && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return {};
   }
   return dir;
 }
@@ -119,6 +119,7 @@ std::string inflatedCopy(int fd, const std::string& dir) {
   if (idSize <= 0) return {};
   std::string path = dir + "/" + hexId(id, idSize) + ".debug";
   if (access(path.c_str(), R_OK) == 0) return path;
+  if (cacheDir(true) != dir) return {};
 
   removeStaleCopies(dir);
   // Made under a name of its own and renamed: a reader sees no copy or a whole one.
@@ -156,7 +157,7 @@ int findDebuginfoCached(Dwfl_Module* module, void** userdata, const char* modnam
   const unsigned char* bits = nullptr;
   GElf_Addr vaddr = 0;
   int idSize = dwfl_module_build_id(module, &bits, &vaddr);
-  std::string dir = idSize > 0 ? cacheDir() : std::string();
+  std::string dir = idSize > 0 ? cacheDir(false) : std::string();
   if (!dir.empty()) {
     std::string path = dir + "/" + hexId(bits, idSize) + ".debug";
     int cached = open(path.c_str(), O_RDONLY | O_CLOEXEC);
