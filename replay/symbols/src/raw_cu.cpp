@@ -193,60 +193,13 @@ int RawCu::fixedSize(unsigned form) const {
 }
 
 bool RawCu::skipForm(unsigned form, const uint8_t*& p) const {
+  if (int n = fixedSize(form); n >= 0) {
+    if (end_ - p < n) return false;
+    p += n;
+    return true;
+  }
   uint64_t v = 0;
-  unsigned n = 0;
   switch (form) {
-    case DW_FORM_flag_present:
-    case DW_FORM_implicit_const:
-      return true;
-    case DW_FORM_data1:
-    case DW_FORM_ref1:
-    case DW_FORM_flag:
-    case DW_FORM_strx1:
-    case DW_FORM_addrx1:
-      n = 1;
-      break;
-    case DW_FORM_data2:
-    case DW_FORM_ref2:
-    case DW_FORM_strx2:
-    case DW_FORM_addrx2:
-      n = 2;
-      break;
-    case DW_FORM_strx3:
-    case DW_FORM_addrx3:
-      n = 3;
-      break;
-    case DW_FORM_data4:
-    case DW_FORM_ref4:
-    case DW_FORM_strx4:
-    case DW_FORM_addrx4:
-    case DW_FORM_ref_sup4:
-      n = 4;
-      break;
-    case DW_FORM_data8:
-    case DW_FORM_ref8:
-    case DW_FORM_ref_sig8:
-    case DW_FORM_ref_sup8:
-      n = 8;
-      break;
-    case DW_FORM_data16:
-      if (end_ - p < 16) return false;
-      p += 16;
-      return true;
-    case DW_FORM_addr:
-      n = addrSize_;
-      break;
-    case DW_FORM_ref_addr:
-      n = version_ == 2 ? addrSize_ : offsetSize_;
-      break;
-    case DW_FORM_strp:
-    case DW_FORM_line_strp:
-    case DW_FORM_sec_offset:
-    case DW_FORM_strp_sup:
-    case DW_FORM_GNU_ref_alt:
-    case DW_FORM_GNU_strp_alt:
-      n = offsetSize_;
-      break;
     case DW_FORM_sdata:
     case DW_FORM_udata:
     case DW_FORM_ref_udata:
@@ -279,7 +232,6 @@ bool RawCu::skipForm(unsigned form, const uint8_t*& p) const {
     default:
       return false;
   }
-  if (n) return fixed(p, end_, n, v);
   // A block of v bytes.
   if (v > static_cast<uint64_t>(end_ - p)) return false;
   p += v;

@@ -76,6 +76,18 @@ struct TempDir {
   }
 };
 
+// Every `step`-th byte, from `first`, of the modules' executable segments.
+std::vector<uint64_t> codeAddresses(std::initializer_list<ModuleLoad> modules, uint64_t first,
+                                    uint64_t step) {
+  std::vector<uint64_t> addresses;
+  for (const ModuleLoad& m : modules)
+    for (const auto& seg : m.segments)
+      if (seg.flags & PF_X)
+        for (uint64_t off = first; off < seg.memSize; off += step)
+          addresses.push_back(m.base + seg.vaddr + off);
+  return addresses;
+}
+
 }  // namespace
 
 TEST_CASE("functions of a shared library: namespaced, template, static, method", "[symbols]") {
@@ -397,12 +409,7 @@ TEST_CASE("frames share their names: one string per function and per file", "[sy
 TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by one", "[symbols]") {
   const ModuleLoad lib = moduleOf(symtest::namespaced().address);
   const ModuleLoad exe = moduleOf(reinterpret_cast<uint64_t>(&exeFunction));
-  std::vector<uint64_t> addresses;
-  for (const ModuleLoad& m : {lib, exe})
-    for (const auto& seg : m.segments)
-      if (seg.flags & PF_X)
-        for (uint64_t off = 0; off < seg.memSize; off += 7)
-          addresses.push_back(m.base + seg.vaddr + off);
+  std::vector<uint64_t> addresses = codeAddresses({lib, exe}, 0, 7);
   // Every 7th byte of the executable's code is far more than needed; keep the run short.
   std::mt19937_64 rng(42);
   std::shuffle(addresses.begin(), addresses.end(), rng);
@@ -455,12 +462,7 @@ TEST_CASE("resolveAll with duplicates on many threads equals resolve() one by on
 TEST_CASE("function trees read from the DIE bytes give what libdw's DIE walk gives", "[symbols]") {
   const ModuleLoad lib = moduleOf(symtest::namespaced().address);
   const ModuleLoad exe = moduleOf(reinterpret_cast<uint64_t>(&exeFunction));
-  std::vector<uint64_t> addresses;
-  for (const ModuleLoad& m : {lib, exe})
-    for (const auto& seg : m.segments)
-      if (seg.flags & PF_X)
-        for (uint64_t off = 1; off < seg.memSize; off += 11)
-          addresses.push_back(m.base + seg.vaddr + off);
+  std::vector<uint64_t> addresses = codeAddresses({lib, exe}, 1, 11);
   if (addresses.size() > 100000) addresses.resize(100000);
 
   auto resolveAll = [&](bool libdwOnly, Symbolizer& sym) {
