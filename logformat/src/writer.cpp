@@ -54,8 +54,9 @@ struct LogWriter::Impl {
   uint64_t lastFrame = 0;
   uint32_t lastNodeId = 0;
   ChunkModel model;
-  detail::FlatMap ordinalOf{16};  // live address -> allocation ordinal in this chunk
-  detail::FlatMap infoIndex{10};  // AllocInfo hash -> dictionary index
+  // Live address -> allocation ordinal in this chunk; placed by address (flat_map.h).
+  detail::FlatMap<detail::FlatKeys::kByAddress> ordinalOf{16};
+  detail::FlatMap<> infoIndex{10};  // AllocInfo hash -> dictionary index
   // The entry the last allocation named: a run of allocations of one kind (one site, one class)
   // finds it without hashing. An index, compared through model.infos: a copy of the caller's
   // AllocInfo would read its just-written fields as one wide load, which store forwarding
@@ -240,7 +241,8 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
   } else {
     info = d.putInfo(ai, &cls);
     int deep = -1;
-    for (uint32_t j = 1; j < cls.depth; ++j) {
+    const bool mayBeDeep = cls.depth > 1 && ChunkModel::lifoMayHold(cls, address);
+    for (uint32_t j = 1; mayBeDeep && j < cls.depth; ++j) {
       if (ChunkModel::lifoAt(cls, j) == address) {
         deep = static_cast<int>(j);
         break;
@@ -257,7 +259,8 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
     } else {
       int ring = -1;
       // Only the entries written: a log of collected heaps has no frees to fill them.
-      for (uint32_t k = 0, filled = d.model.ringFilled(); k < filled; ++k) {
+      const uint32_t filled = d.model.ringFilled();
+      for (uint32_t k = 0; k < filled && (k > 0 || d.model.ringMayHold(address)); ++k) {
         if (d.model.ringAt(k) == address) {
           ring = static_cast<int>(k);
           break;
@@ -285,6 +288,10 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
   if (!diesByCollection(ai.heap))
     d.ordinalOf.insert(address, static_cast<uint32_t>(d.model.allocCount()));
   d.model.onAllocIn(cls, address, info, lifoIndex);  // cls: looked up above, not reset since
+  // The slot the LIFO gave up keeps a copy of an entry: cleared, so that lifoMayHold answers
+  // false for addresses not in the LIFO (encoder-only state: positions at or above the top are
+  // never read).
+  if (lifoIndex >= 0) cls.lifo[cls.top % ChunkModel::kLifoDepth] = 0;
   cls.lastInfo = info;
   afterRecord();
 }
