@@ -10,18 +10,14 @@ using namespace heapman::log;
 
 namespace {
 
-// The decoder's visitor on the decoding thread: each record into the current block as one Op
-// (the records that are not allocs, frees or reallocs kept aside), a new block when it is full.
+// The decoder's visitor: each record into the current block as one Op (the records that are not
+// allocs, frees or reallocs kept aside); full(ctx) takes the block when it is full.
 struct BatchCollector {
-  BlockPipe& pipe;
-  std::unique_ptr<Batch> cur;
+  Batch* cur;
+  void (*full)(void* ctx);
+  void* ctx;
   void room() {
-    if (cur->ops.size() >= BlockPipe::kBlockOps) {
-      size_t chunk = cur->chunk;
-      pipe.put(std::move(cur));
-      cur = pipe.take();
-      cur->chunk = chunk;
-    }
+    if (cur->ops.size() >= BlockPipe::kBlockOps) full(ctx);
   }
   void allocLocal(const Alloc& r, uint32_t local) {
     room();
@@ -51,6 +47,24 @@ struct BatchCollector {
   }
 };
 
+// The decoding thread's collector: a full block goes into the pipe, the next is taken from it.
+struct PipeFeed {
+  BlockPipe& pipe;
+  std::unique_ptr<Batch> cur;
+  BatchCollector collector{nullptr, &PipeFeed::full, this};
+  static void full(void* ctx) {
+    auto* f = static_cast<PipeFeed*>(ctx);
+    size_t chunk = f->cur->chunk;
+    f->pipe.put(std::move(f->cur));
+    f->take();
+    f->cur->chunk = chunk;
+  }
+  void take() {
+    cur = pipe.take();
+    collector.cur = cur.get();
+  }
+};
+
 }  // namespace
 
 // The pipeline gains ~20% with a free core and loses ~25% when the second core is busy
@@ -69,14 +83,14 @@ void decodeChunks(const LogReader& reader, const std::vector<ChunkRef>& chunks, 
   const size_t n = chunks.size();
   std::vector<uint8_t> buf;
   auto model = std::make_unique<ChunkModel>();
-  BatchCollector c{pipe, nullptr};
+  PipeFeed c{pipe, nullptr};
   try {
     for (size_t k = first; k < n; ++k) {
       if (k > first && !want(k)) break;
-      c.cur = pipe.take();
+      c.take();
       c.cur->chunk = k;
       try {
-        reader.decodeChunk(chunks[k], buf, c, model.get());
+        reader.decodeChunk(chunks[k], buf, c.collector, model.get());
       } catch (const Cancelled&) {
         throw;
       } catch (...) {
@@ -90,6 +104,12 @@ void decodeChunks(const LogReader& reader, const std::vector<ChunkRef>& chunks, 
   } catch (const Cancelled&) {
   }
   pipe.finish();
+}
+
+void decodeChunkInto(const LogReader& reader, const ChunkRef& chunk, std::vector<uint8_t>& buf,
+                     ChunkModel* model, Batch& batch, void (*full)(void* ctx), void* ctx) {
+  BatchCollector c{&batch, full, ctx};
+  reader.decodeChunk(chunk, buf, c, model);
 }
 
 }  // namespace heapman::replay::detail

@@ -1,6 +1,7 @@
 // The decode pipeline: record chunks decoded on a second thread into blocks of compact
-// operations while the applying thread applies the blocks before them, or decoded straight into
-// the applier when no core is free (docs/DESIGN.md §3.4). Replay::forEachChunk drives it; the
+// operations while the applying thread applies the blocks before them, or, when no core is free,
+// decoded into one block at a time on the applying thread (docs/DESIGN.md §3.4). Either way the
+// applier sees each block whole and prefetches the live set's slots a few operations ahead. Replay::forEachChunk drives it; the
 // engine's appliers (replay.cpp) are its visitors. Private to replay/src.
 #pragma once
 
@@ -126,10 +127,23 @@ bool decodeOnSecondThread();
 void decodeChunks(const log::LogReader& reader, const std::vector<log::ChunkRef>& chunks,
                   size_t first, BlockPipe& pipe, const std::function<bool(size_t)>& want);
 
+// How many operations ahead replayBatch has the live set prefetch an address's slots: enough
+// for the loads to arrive in time, few enough that they are still in the cache when used.
+constexpr size_t kOpsAhead = 16;
+// Decodes one chunk into `batch` on this thread: full(ctx) is called each time the batch holds
+// BlockPipe::kBlockOps operations (it must empty it); what is left at the end stays in it.
+void decodeChunkInto(const log::LogReader& reader, const log::ChunkRef& chunk,
+                     std::vector<uint8_t>& buf, log::ChunkModel* model, Batch& batch,
+                     void (*full)(void* ctx), void* ctx);
+
 // Feeds a batch to a visitor in record order (the visitor may throw StopDecoding).
 template <class V>
 void replayBatch(const Batch& b, V& v) {
-  for (const Op& op : b.ops) {
+  const size_t n = b.ops.size();
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kOpsAhead < n && b.ops[k + kOpsAhead].kind <= kOpRealloc)
+      v.prefetch(b.ops[k + kOpsAhead].a);
+    const Op& op = b.ops[k];
     switch (op.kind) {
       case kOpAlloc:
         v.allocLocal(log::Alloc{{op.seq, op.time, op.thread}, static_cast<log::HeapKind>(op.heap),
@@ -158,7 +172,7 @@ void replayBatch(const Batch& b, V& v) {
 // done(k, applier, stopped) takes it back after the chunk (stopped: it threw StopDecoding) and
 // returns false to stop. want(k) says whether chunk k will be needed (the decoder runs ahead only
 // over those). With a second hardware thread, decoding runs on it, a few thousand records ahead
-// of the applying thread; else records go straight from the decoder to the applier.
+// of the applying thread; else a block at a time is decoded and applied on this one.
 template <class Make, class Done, class Want>
 void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
   const size_t n = recordChunks_.size();
@@ -176,13 +190,30 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
     }
   }
   if (!producer.joinable()) {
+    // Blocks of operations on this thread too: the applier then knows the addresses a few
+    // records ahead and prefetches their slots of the live set (replayBatch).
     std::vector<uint8_t> buf;
     auto model = std::make_unique<log::ChunkModel>();
+    detail::Batch batch;
+    batch.ops.reserve(detail::BlockPipe::kBlockOps);
     for (size_t k = first; k < n; ++k) {
       auto a = make(k);
+      using Applier = decltype(a);
+      struct Apply {
+        Applier* a;
+        detail::Batch* batch;
+        static void full(void* ctx) {
+          auto* self = static_cast<Apply*>(ctx);
+          detail::replayBatch(*self->batch, *self->a);
+          self->batch->clear();
+        }
+      } apply{&a, &batch};
       bool stopped = false;
+      batch.clear();
       try {
-        reader_.decodeChunk(recordChunks_[k], buf, a, model.get());
+        detail::decodeChunkInto(reader_, recordChunks_[k], buf, model.get(), batch, &Apply::full,
+                                &apply);
+        Apply::full(&apply);
       } catch (const detail::StopDecoding&) {
         stopped = true;
       }

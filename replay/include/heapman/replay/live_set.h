@@ -206,6 +206,17 @@ class LiveSet {
     if (size_ * 3 < capacity_ * 2 && capacity_ > kShrinkAbove) regrow(size_ + size_ / 4 + 1);
   }
 
+  // Starts loading the slots an insert or erase of address reads first (the slot its hint names,
+  // its home and the three after it), for a caller that knows the addresses a few operations
+  // ahead (a collection's set, a block of decoded records): the table is far larger than the
+  // caches, and a replay that waits for one slot at a time spends most of its time waiting.
+  [[gnu::always_inline]] void prefetch(uint64_t address) const {
+    __builtin_prefetch(&slots_[recent_[recentIndex(address)]]);
+    const LiveObject* s = &slots_[home(address)];
+    __builtin_prefetch(s);
+    __builtin_prefetch(s + 3);
+  }
+
   // The live object at address, if any.
   std::optional<LiveObject> find(uint64_t address) const {
     size_t i = home(address);
