@@ -201,6 +201,9 @@ int main(int argc, char** argv) {
   std::printf("compile units: %llu read directly, %llu walked through libdw (per worker)\n",
               static_cast<unsigned long long>(st.unitsRead),
               static_cast<unsigned long long>(st.unitsWalked));
+  std::printf("line tables: %llu read directly, %llu through libdw (per worker)\n",
+              static_cast<unsigned long long>(st.linesRead),
+              static_cast<unsigned long long>(st.linesLibdw));
 
   if (print && !dump.empty()) {
     for (size_t i = 0; i < modules.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "line_table.h"
 #include "raw_cu.h"
 
 namespace heapman::replay::detail {
@@ -47,6 +48,9 @@ struct Resolver::CuTable {
   Dwarf_Files* files = nullptr;
   size_t fileCount = 0;
   bool filesLoaded = false;
+  // The unit's line table read by LineTable (linesState 1) or left to libdw (2); 0: not yet.
+  int linesState = 0;
+  LineTable lines;
 
   bool contains(const Node& n, uint64_t a) const {
     for (uint32_t i = n.rangesBegin; i < n.rangesEnd; ++i)
@@ -321,6 +325,10 @@ struct Resolver::Module {
   const void* lastCuKey = nullptr;
   bool symbolsLoaded = false;
   std::vector<Symbol> symbols;  // sized functions, sorted by lo, globals first at one address
+  // The sections LineTable reads, of the Dwarf the last unit came from (the module's own, or a
+  // supplementary file's).
+  Dwarf* lineDbg = nullptr;
+  LineSections lineSections;
 };
 
 // dwfl_begin() sets libelf's global version: done here, on the thread that owns the Symbolizer,
@@ -513,6 +521,49 @@ const std::string& Resolver::fileName(const char* name) {
   return it->second;
 }
 
+bool Resolver::ownLines(Module& m, CuTable& cu) {
+  if (cu.linesState == 0) {
+    bool read = false;
+    if (rawAllowed_) {
+      Dwarf* dbg = dwarf_cu_getdwarf(cu.cudie.cu);
+      if (dbg != m.lineDbg) {
+        m.lineDbg = dbg;
+        m.lineSections = LineSections::of(dbg);
+      }
+      read = cu.lines.read(&cu.cudie, m.lineSections);
+    }
+    cu.linesState = read ? 1 : 2;
+    ++(read ? linesRead_ : linesLibdw_);
+  }
+  return cu.linesState == 1;
+}
+
+// The file and line of `a` (a unit address) as dwarf_getsrc_die, dwarf_lineno and dwarf_linesrc
+// give them.
+void Resolver::sourceLine(Module& m, CuTable& cu, uint64_t a, SourceFrame& out) {
+  if (ownLines(m, cu)) {
+    if (const LineTable::Row* row = cu.lines.find(a)) {
+      if (row->line > 0) out.line = static_cast<uint32_t>(row->line);
+      if (const std::string* src = cu.lines.fileName(row->file)) out.file = SymbolName::shared(*src);
+    }
+    return;
+  }
+  if (Dwarf_Line* line = dwarf_getsrc_die(&cu.cudie, a)) {
+    int lineNo = 0;
+    if (dwarf_lineno(line, &lineNo) == 0 && lineNo > 0) out.line = static_cast<uint32_t>(lineNo);
+    if (const char* src = dwarf_linesrc(line, nullptr, nullptr))
+      out.file = SymbolName::shared(fileName(src));
+  }
+}
+
+// An inlined copy's DW_AT_call_file (kNoFile: none) as a name; nullptr when the table has none.
+const std::string* Resolver::callFileName(Module& m, CuTable& cu, uint32_t index) {
+  if (index == kNoFile) return nullptr;
+  if (ownLines(m, cu)) return cu.lines.fileName(index);
+  const char* src = cu.fileName(index);
+  return src ? &fileName(src) : nullptr;
+}
+
 void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, Symbolized& out) {
   Module& m = module(index, file);
   if (!m.mod) {
@@ -527,13 +578,7 @@ void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, 
     CuTable& cu = cuTable(m, cudie);
     uint64_t a = pc - bias;
     SourceFrame first;
-    if (Dwarf_Line* line = dwarf_getsrc_die(&cu.cudie, a)) {
-      int lineNo = 0;
-      if (dwarf_lineno(line, &lineNo) == 0 && lineNo > 0)
-        first.line = static_cast<uint32_t>(lineNo);
-      if (const char* src = dwarf_linesrc(line, nullptr, nullptr))
-        first.file = SymbolName::shared(fileName(src));
-    }
+    sourceLine(m, cu, a, first);
     int32_t node = cu.innermost(a);
     if (node >= 0) {
       size_t depth = 1;
@@ -547,7 +592,8 @@ void Resolver::resolve(int32_t index, const ModuleFile& file, uint64_t address, 
         out.frames.push_back(std::move(first));
         first = SourceFrame{};
         if (cur.parent < 0) break;
-        if (const char* src = cu.fileName(cur.callFile)) first.file = SymbolName::shared(fileName(src));
+        if (const std::string* src = callFileName(m, cu, cur.callFile))
+          first.file = SymbolName::shared(*src);
         first.line = cur.callLine;
         n = cur.parent;
       }

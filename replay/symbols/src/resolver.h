@@ -39,6 +39,9 @@ class Resolver {
   // Compile units whose function trees RawCu read / libdw's DIE functions walked so far.
   uint64_t unitsRead() const { return unitsRead_; }
   uint64_t unitsWalked() const { return unitsWalked_; }
+  // Line tables LineTable read / left to libdw's dwarf_getsrclines so far.
+  uint64_t linesRead() const { return linesRead_; }
+  uint64_t linesLibdw() const { return linesLibdw_; }
 
  private:
   struct CuTable;
@@ -53,16 +56,20 @@ class Resolver {
   std::string qualifiedName(CuTable& cu, Dwarf_Die* named, bool c);
   const std::string& demangled(const char* name);
   const std::string& fileName(const char* name);
+  void sourceLine(Module& m, CuTable& cu, uint64_t a, SourceFrame& out);
+  const std::string* callFileName(Module& m, CuTable& cu, uint32_t index);
+  bool ownLines(Module& m, CuTable& cu);
 
   Dwfl* dwfl_ = nullptr;
   bool rawAllowed_ = true;  // false with HEAPMAN_SYMBOLS_LIBDW=1
   uint64_t unitsRead_ = 0, unitsWalked_ = 0;
+  uint64_t linesRead_ = 0, linesLibdw_ = 0;
   std::vector<std::unique_ptr<Module>> modules_;  // by module index
   // Keyed by the string's address inside the mapped debug sections: each distinct string is
   // demangled once per thread, whatever CU or module names it.
   std::unordered_map<const char*, std::string> names_;
   // Source file names by libdw's string (one per CU's file table, alive as long as the Dwfl):
-  // the frames share these copies.
+  // the frames share these copies. (LineTable's names are shared from the table itself.)
   std::unordered_map<const char*, std::string> files_;
   // Functions without a linkage name (static, anonymous namespace, C): out-of-line
   // C++ ones by their DIE (named after their symbol), the others by the DIE that has the name.

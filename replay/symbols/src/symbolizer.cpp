@@ -278,6 +278,8 @@ Symbolizer::Stats Symbolizer::stats() const {
     if (!r) continue;
     s.unitsRead += r->unitsRead();
     s.unitsWalked += r->unitsWalked();
+    s.linesRead += r->linesRead();
+    s.linesLibdw += r->linesLibdw();
   }
   return s;
 }

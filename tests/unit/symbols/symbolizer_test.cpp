@@ -517,3 +517,33 @@ TEST_CASE("names of a C function, an inlined static function, an inlined constru
   checkFrame(u.frames[1], "symtest::withInlinedConstructor()", "symtest_lib.cpp",
              constructor.callLine);
 }
+
+TEST_CASE("line tables are read directly, or by libdw with HEAPMAN_SYMBOLS_LIBDW=1", "[symbols]") {
+  const ModuleLoad lib = moduleOf(symtest::namespaced().address);
+  const ModuleLoad exe = moduleOf(reinterpret_cast<uint64_t>(&exeFunction));
+  std::vector<uint64_t> addresses = codeAddresses({lib, exe}, 2, 5);
+  if (addresses.size() > 100000) addresses.resize(100000);
+  Symbolizer own(SymbolizerOptions{1, {}, {}});
+  Symbolizer libdw(SymbolizerOptions{1, {}, {}});
+  for (Symbolizer* s : {&own, &libdw}) {
+    if (s == &libdw) setenv("HEAPMAN_SYMBOLS_LIBDW", "1", 1);
+    s->addModule(lib);
+    s->addModule(exe);
+    s->resolveAll(addresses);
+    unsetenv("HEAPMAN_SYMBOLS_LIBDW");
+  }
+  CHECK(own.stats().linesRead > 0);
+  CHECK(own.stats().linesLibdw == 0);
+  CHECK(libdw.stats().linesRead == 0);
+  CHECK(libdw.stats().linesLibdw == own.stats().linesRead);
+  size_t different = 0, lines = 0, callFiles = 0;
+  for (uint64_t a : addresses) {
+    const Symbolized& r = *own.lookup(a);
+    different += !(r == *libdw.lookup(a));
+    lines += !r.frames.empty() && r.frames.front().line > 0;
+    callFiles += r.frames.size() > 1 && !r.frames[1].file.empty();
+  }
+  CHECK(different == 0);
+  CHECK(lines > addresses.size() * 8 / 10);
+  CHECK(callFiles > 100);  // inlined copies' call sites, named from the same file tables
+}

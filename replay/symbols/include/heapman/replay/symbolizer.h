@@ -128,6 +128,11 @@ class Symbolizer {
     // over the workers' sessions: a unit two workers met counts twice.
     uint64_t unitsRead = 0;
     uint64_t unitsWalked = 0;
+    // Compile units whose line tables were read directly / through libdw's dwarf_getsrclines
+    // (a table the direct reader can't read, or all with HEAPMAN_SYMBOLS_LIBDW=1); summed the
+    // same way.
+    uint64_t linesRead = 0;
+    uint64_t linesLibdw = 0;
   };
   Stats stats() const;
 
