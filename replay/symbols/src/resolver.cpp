@@ -32,7 +32,9 @@ struct Resolver::CuTable {
     uint32_t callFile = kNoFile;  // where this inlined copy was called from (index into files)
     uint32_t callLine = 0;
     uint32_t rangesBegin = 0, rangesEnd = 0;  // into ranges
-    std::vector<int32_t> children;            // inlined subroutines directly inside
+    // The inlined subroutines directly inside, in DIE order, as a list through the nodes (no
+    // allocation of its own per node): -1 ends it.
+    int32_t firstChild = -1, lastChild = -1, nextSibling = -1;
     const std::string* name = nullptr;        // once known (owned by the Resolver's name maps)
   };
   struct Root {
@@ -93,7 +95,12 @@ struct Resolver::CuTable {
       if (known(raw ? raw->callLineState : 2, raw ? raw->callLine : 0, DW_AT_call_line, v) &&
           v <= std::numeric_limits<uint32_t>::max())
         n.callLine = static_cast<uint32_t>(v);
-      nodes[static_cast<size_t>(parent)].children.push_back(idx);
+      Node& p = nodes[static_cast<size_t>(parent)];
+      if (p.lastChild < 0)
+        p.firstChild = idx;
+      else
+        nodes[static_cast<size_t>(p.lastChild)].nextSibling = idx;
+      p.lastChild = idx;
     } else {
       for (uint32_t i = n.rangesBegin; i < n.rangesEnd; ++i)
         roots.push_back({ranges[i].first, ranges[i].second, idx});
@@ -200,7 +207,8 @@ struct Resolver::CuTable {
     if (node < 0) return -1;
     for (bool deeper = true; deeper;) {
       deeper = false;
-      for (int32_t c : nodes[static_cast<size_t>(node)].children) {
+      for (int32_t c = nodes[static_cast<size_t>(node)].firstChild; c >= 0;
+           c = nodes[static_cast<size_t>(c)].nextSibling) {
         if (contains(nodes[static_cast<size_t>(c)], a)) {
           node = c;
           deeper = true;
