@@ -15,6 +15,23 @@ namespace {
 // Codes beyond this are not a table GCC or clang write (they number from 1 up): libdw reads it.
 constexpr uint64_t kMaxAbbrevCode = 1 << 16;
 
+// The attributes read() looks at.
+bool isKey(unsigned name) {
+  switch (name) {
+    case DW_AT_sibling:
+    case DW_AT_low_pc:
+    case DW_AT_high_pc:
+    case DW_AT_ranges:
+    case DW_AT_abstract_origin:
+    case DW_AT_specification:
+    case DW_AT_call_file:
+    case DW_AT_call_line:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool isConstant(unsigned form) {
   return form == DW_FORM_data1 || form == DW_FORM_data2 || form == DW_FORM_data4 ||
          form == DW_FORM_data8 || form == DW_FORM_udata;
@@ -79,30 +96,40 @@ bool RawCu::init(Dwarf_Die* cudie) {
       Dwarf_Sword data = 0;
       if (dwarf_getabbrevattr_data(a, i, &name, &form, &data, nullptr) != 0) break;
       if (name > 0xffff || form > 0xffff) return false;
-      attrs_.push_back({static_cast<uint16_t>(name), static_cast<uint16_t>(form), data});
+      attrs_.push_back({static_cast<uint16_t>(name), static_cast<uint16_t>(form), 0, data});
     }
     ab.attrEnd = static_cast<uint32_t>(attrs_.size());
     int32_t size = 0;
     for (uint32_t i = ab.attrBegin; i < ab.attrEnd && size >= 0; ++i) {
       const Attr& at = attrs_[i];
-      switch (at.name) {
-        case DW_AT_sibling:
-        case DW_AT_low_pc:
-        case DW_AT_high_pc:
-        case DW_AT_ranges:
-        case DW_AT_abstract_origin:
-        case DW_AT_specification:
-        case DW_AT_call_file:
-        case DW_AT_call_line:
-          size = -1;
-          break;
-        default: {
-          int n = fixedSize(at.form);
-          size = n < 0 ? -1 : size + n;
-        }
+      if (isKey(at.name)) {
+        size = -1;
+      } else {
+        int n = fixedSize(at.form);
+        size = n < 0 ? -1 : size + n;
       }
     }
     ab.plainSize = size;
+    // The same when every form has one size, with the attributes read here at fixed offsets:
+    // read() then goes to them directly instead of through every attribute's form.
+    int32_t layout = 0;
+    ab.keyBegin = static_cast<uint32_t>(keys_.size());
+    for (uint32_t i = ab.attrBegin; i < ab.attrEnd && layout >= 0; ++i) {
+      Attr at = attrs_[i];
+      int n = fixedSize(at.form);
+      if (n < 0) {
+        layout = -1;
+        break;
+      }
+      if (isKey(at.name)) {
+        at.offset = layout;
+        keys_.push_back(at);
+      }
+      layout += n;
+    }
+    if (layout < 0) keys_.resize(ab.keyBegin);
+    ab.keyEnd = static_cast<uint32_t>(keys_.size());
+    ab.layoutSize = layout;
   }
 
   Die unit;
@@ -230,111 +257,122 @@ bool RawCu::read(const uint8_t* at, Die& die, bool& end) const {
     die.next = p + ab.plainSize;
     return true;
   }
-  bool low = false, high = false, highIsAddr = false, other = false, seenSibling = false;
-  bool seenLow = false, seenHigh = false, seenFile = false, seenLine = false;
-  uint64_t highValue = 0;
-  for (uint32_t i = ab.attrBegin; i < ab.attrEnd; ++i) {
-    const Attr& a = attrs_[i];
-    unsigned form = a.form;
-    while (form == DW_FORM_indirect) {
-      uint64_t f = 0;
-      if (!uleb(p, end_, f) || f > 0xffff) return false;
-      form = static_cast<unsigned>(f);
-    }
-    switch (a.name) {
-      case DW_AT_sibling: {
-        if (seenSibling) break;
-        seenSibling = true;
-        // As libdw's dwarf_siblingof: a unit-relative reference after this DIE, inside the unit;
-        // anything else is an error there, which the libdw walk reproduces.
-        const uint8_t* q = p;
-        uint64_t v = 0;
-        bool ok = form == DW_FORM_ref1   ? fixed(q, end_, 1, v)
-                  : form == DW_FORM_ref2 ? fixed(q, end_, 2, v)
-                  : form == DW_FORM_ref4 ? fixed(q, end_, 4, v)
-                  : form == DW_FORM_ref8 ? fixed(q, end_, 8, v)
-                  : form == DW_FORM_ref_udata && uleb(q, end_, v);
-        if (!ok || v >= static_cast<uint64_t>(end_ - unit_) ||
-            v <= static_cast<uint64_t>(at - unit_))
-          return false;
-        die.sibling = unit_ + v;
-        break;
+  KeyState st;
+  if (ab.layoutSize >= 0) {
+    if (end_ - p < ab.layoutSize) return false;
+    for (uint32_t i = ab.keyBegin; i < ab.keyEnd; ++i)
+      if (!readKey(keys_[i], keys_[i].form, p + keys_[i].offset, at, die, st)) return false;
+    p += ab.layoutSize;
+  } else {
+    for (uint32_t i = ab.attrBegin; i < ab.attrEnd; ++i) {
+      const Attr& a = attrs_[i];
+      unsigned form = a.form;
+      while (form == DW_FORM_indirect) {
+        uint64_t f = 0;
+        if (!uleb(p, end_, f) || f > 0xffff) return false;
+        form = static_cast<unsigned>(f);
       }
-      case DW_AT_low_pc:
-        if (seenLow) break;
-        seenLow = true;
-        if (form == DW_FORM_addr) {
-          const uint8_t* q = p;
-          if (!fixed(q, end_, addrSize_, die.lo)) return false;
-          low = true;
-        } else {
-          other = true;
-        }
-        break;
-      case DW_AT_high_pc:
-        if (seenHigh) break;
-        seenHigh = true;
-        if (form == DW_FORM_addr || isConstant(form)) {
-          const uint8_t* q = p;
-          bool ok = form == DW_FORM_addr    ? fixed(q, end_, addrSize_, highValue)
-                    : form == DW_FORM_udata ? uleb(q, end_, highValue)
-                    : fixed(q, end_,
-                            form == DW_FORM_data1   ? 1
-                            : form == DW_FORM_data2 ? 2
-                            : form == DW_FORM_data4 ? 4
-                                                    : 8,
-                            highValue);
-          if (!ok) return false;
-          high = true;
-          highIsAddr = form == DW_FORM_addr;
-        } else {
-          other = true;
-        }
-        break;
-      case DW_AT_ranges:
-      case DW_AT_abstract_origin:
-      case DW_AT_specification:
-        other = true;
-        break;
-      case DW_AT_call_file:
-      case DW_AT_call_line: {
-        bool& seen = a.name == DW_AT_call_file ? seenFile : seenLine;
-        if (seen) break;
-        seen = true;
-        int& state = a.name == DW_AT_call_file ? die.callFileState : die.callLineState;
-        uint64_t& value = a.name == DW_AT_call_file ? die.callFile : die.callLine;
-        const uint8_t* q = p;
-        int64_t s = 0;
-        state = 1;
-        if (form == DW_FORM_implicit_const) {
-          value = static_cast<uint64_t>(a.implicitConst);
-        } else if (form == DW_FORM_sdata) {
-          if (!sleb(q, end_, s)) return false;
-          value = static_cast<uint64_t>(s);
-        } else if (form == DW_FORM_udata) {
-          if (!uleb(q, end_, value)) return false;
-        } else if (isConstant(form)) {
-          if (!fixed(q, end_,
-                     form == DW_FORM_data1   ? 1
-                     : form == DW_FORM_data2 ? 2
-                     : form == DW_FORM_data4 ? 4
-                                             : 8,
-                     value))
-            return false;
-        } else {
-          state = 2;
-        }
-        break;
-      }
-      default:
-        break;
+      if (isKey(a.name) && !readKey(a, form, p, at, die, st)) return false;
+      if (!skipForm(form, p)) return false;
     }
-    if (!skipForm(form, p)) return false;
   }
   die.next = p;
-  die.lowHigh = low && high;
-  if (die.lowHigh) die.hi = highIsAddr ? highValue : die.lo + highValue;
-  die.ranges = !die.lowHigh && (other || low || high);
+  die.lowHigh = st.low && st.high;
+  if (die.lowHigh) die.hi = st.highIsAddr ? st.highValue : die.lo + st.highValue;
+  die.ranges = !die.lowHigh && (st.other || st.low || st.high);
+  return true;
+}
+
+bool RawCu::readKey(const Attr& a, unsigned form, const uint8_t* p, const uint8_t* at, Die& die,
+                    KeyState& st) const {
+  switch (a.name) {
+    case DW_AT_sibling: {
+      if (st.seenSibling) break;
+      st.seenSibling = true;
+      // As libdw's dwarf_siblingof: a unit-relative reference after this DIE, inside the unit;
+      // anything else is an error there, which the libdw walk reproduces.
+      const uint8_t* q = p;
+      uint64_t v = 0;
+      bool ok = form == DW_FORM_ref1   ? fixed(q, end_, 1, v)
+                : form == DW_FORM_ref2 ? fixed(q, end_, 2, v)
+                : form == DW_FORM_ref4 ? fixed(q, end_, 4, v)
+                : form == DW_FORM_ref8 ? fixed(q, end_, 8, v)
+                : form == DW_FORM_ref_udata && uleb(q, end_, v);
+      if (!ok || v >= static_cast<uint64_t>(end_ - unit_) ||
+          v <= static_cast<uint64_t>(at - unit_))
+        return false;
+      die.sibling = unit_ + v;
+      break;
+    }
+    case DW_AT_low_pc:
+      if (st.seenLow) break;
+      st.seenLow = true;
+      if (form == DW_FORM_addr) {
+        const uint8_t* q = p;
+        if (!fixed(q, end_, addrSize_, die.lo)) return false;
+        st.low = true;
+      } else {
+        st.other = true;
+      }
+      break;
+    case DW_AT_high_pc:
+      if (st.seenHigh) break;
+      st.seenHigh = true;
+      if (form == DW_FORM_addr || isConstant(form)) {
+        const uint8_t* q = p;
+        bool ok = form == DW_FORM_addr    ? fixed(q, end_, addrSize_, st.highValue)
+                  : form == DW_FORM_udata ? uleb(q, end_, st.highValue)
+                  : fixed(q, end_,
+                          form == DW_FORM_data1   ? 1
+                          : form == DW_FORM_data2 ? 2
+                          : form == DW_FORM_data4 ? 4
+                                                  : 8,
+                          st.highValue);
+        if (!ok) return false;
+        st.high = true;
+        st.highIsAddr = form == DW_FORM_addr;
+      } else {
+        st.other = true;
+      }
+      break;
+    case DW_AT_ranges:
+    case DW_AT_abstract_origin:
+    case DW_AT_specification:
+      st.other = true;
+      break;
+    case DW_AT_call_file:
+    case DW_AT_call_line: {
+      bool& seen = a.name == DW_AT_call_file ? st.seenFile : st.seenLine;
+      if (seen) break;
+      seen = true;
+      int& state = a.name == DW_AT_call_file ? die.callFileState : die.callLineState;
+      uint64_t& value = a.name == DW_AT_call_file ? die.callFile : die.callLine;
+      const uint8_t* q = p;
+      int64_t s = 0;
+      state = 1;
+      if (form == DW_FORM_implicit_const) {
+        value = static_cast<uint64_t>(a.implicitConst);
+      } else if (form == DW_FORM_sdata) {
+        if (!sleb(q, end_, s)) return false;
+        value = static_cast<uint64_t>(s);
+      } else if (form == DW_FORM_udata) {
+        if (!uleb(q, end_, value)) return false;
+      } else if (isConstant(form)) {
+        if (!fixed(q, end_,
+                   form == DW_FORM_data1   ? 1
+                   : form == DW_FORM_data2 ? 2
+                   : form == DW_FORM_data4 ? 4
+                                           : 8,
+                   value))
+          return false;
+      } else {
+        state = 2;
+      }
+      break;
+    }
+    default:
+      break;
+  }
   return true;
 }
 

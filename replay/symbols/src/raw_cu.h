@@ -89,6 +89,7 @@ class RawCu {
  private:
   struct Attr {
     uint16_t name, form;
+    int32_t offset;  // in keys_: where its value is, from the end of the abbreviation code
     int64_t implicitConst;
   };
   struct Abbrev {
@@ -100,8 +101,21 @@ class RawCu {
     // all have forms of one size (most of the members, parameters and variables a walk passes
     // over); -1 otherwise.
     int32_t plainSize = -1;
+    // The bytes of a DIE with this abbreviation when all of its forms have one size, the
+    // attributes read here then at keys_[keyBegin, keyEnd); -1 otherwise.
+    int32_t layoutSize = -1;
+    uint32_t keyBegin = 0, keyEnd = 0;
+  };
+  // What read() has seen of a DIE's attributes so far (the first of a name counts, as in libdw).
+  struct KeyState {
+    bool low = false, high = false, highIsAddr = false, other = false, seenSibling = false;
+    bool seenLow = false, seenHigh = false, seenFile = false, seenLine = false;
+    uint64_t highValue = 0;
   };
 
+  // Reads attribute `a` (one isKey() names) in `form` with its value at `p`, of the DIE at `at`.
+  bool readKey(const Attr& a, unsigned form, const uint8_t* p, const uint8_t* at, Die& die,
+               KeyState& st) const;
   // Skips one attribute value of `form` at `p`; false when the form is unknown or runs past
   // the end.
   bool skipForm(unsigned form, const uint8_t*& p) const;
@@ -116,6 +130,7 @@ class RawCu {
   unsigned addrSize_ = 0, offsetSize_ = 0;
   std::vector<Abbrev> abbrevs_;  // by code
   std::vector<Attr> attrs_;
+  std::vector<Attr> keys_;  // by abbreviation with a layout: the attributes read() looks at
 };
 
 }  // namespace heapman::replay::detail
