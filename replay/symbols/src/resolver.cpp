@@ -20,6 +20,9 @@ namespace {
 constexpr uint32_t kNoFile = std::numeric_limits<uint32_t>::max();
 // Function trees nest this deep at most (malformed DWARF could loop or nest without end).
 constexpr int kMaxDepth = 128;
+// A node with this many inlined copies directly inside gets its children's ranges sorted for a
+// binary search (a large function can have hundreds); fewer are scanned.
+constexpr size_t kIndexChildren = 8;
 
 }  // namespace
 
@@ -35,11 +38,18 @@ struct Resolver::CuTable {
     // The inlined subroutines directly inside, in DIE order, as a list through the nodes (no
     // allocation of its own per node): -1 ends it.
     int32_t firstChild = -1, lastChild = -1, nextSibling = -1;
+    // Into childRanges: its children's ranges by address when indexChildren() made them
+    // (empty: scan the children).
+    uint32_t childRangesBegin = 0, childRangesEnd = 0;
     const std::string* name = nullptr;        // once known (owned by the Resolver's name maps)
   };
   struct Root {
     uint64_t lo, hi;
     int32_t node;
+  };
+  struct ChildRange {
+    uint64_t lo, hi;
+    int32_t child;
   };
 
   Dwarf_Die cudie;
@@ -47,6 +57,7 @@ struct Resolver::CuTable {
   std::vector<Node> nodes;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   std::vector<Root> roots;  // sorted by lo
+  std::vector<ChildRange> childRanges;
   Dwarf_Files* files = nullptr;
   size_t fileCount = 0;
   bool filesLoaded = false;
@@ -188,7 +199,53 @@ struct Resolver::CuTable {
       walk(&cudie, -1, 0);
     }
     std::sort(roots.begin(), roots.end(), [](const Root& a, const Root& b) { return a.lo < b.lo; });
+    indexChildren();
     return read;
+  }
+
+  // Sorts the children's ranges of each node with many children, where they don't overlap: at
+  // most one child then holds an address, which a binary search finds (the scan in DIE order
+  // finds the first that holds it: the same one). Overlapping children keep the scan.
+  void indexChildren() {
+    for (Node& n : nodes) {
+      size_t count = 0;
+      for (int32_t c = n.firstChild; c >= 0 && count < kIndexChildren;
+           c = nodes[static_cast<size_t>(c)].nextSibling)
+        ++count;
+      if (count < kIndexChildren) continue;
+      const size_t begin = childRanges.size();
+      for (int32_t c = n.firstChild; c >= 0; c = nodes[static_cast<size_t>(c)].nextSibling) {
+        const Node& child = nodes[static_cast<size_t>(c)];
+        for (uint32_t i = child.rangesBegin; i < child.rangesEnd; ++i)
+          childRanges.push_back({ranges[i].first, ranges[i].second, c});
+      }
+      auto first = childRanges.begin() + static_cast<ptrdiff_t>(begin);
+      std::sort(first, childRanges.end(),
+                [](const ChildRange& a, const ChildRange& b) { return a.lo < b.lo; });
+      bool disjoint = true;
+      for (auto it = first + 1; it < childRanges.end() && disjoint; ++it)
+        disjoint = (it - 1)->hi <= it->lo;
+      if (!disjoint) {
+        childRanges.resize(begin);
+        continue;
+      }
+      n.childRangesBegin = static_cast<uint32_t>(begin);
+      n.childRangesEnd = static_cast<uint32_t>(childRanges.size());
+    }
+  }
+
+  // The child of `node` holding `a`, the first in DIE order; -1 when none does.
+  int32_t childAt(int32_t node, uint64_t a) const {
+    const Node& n = nodes[static_cast<size_t>(node)];
+    if (n.childRangesEnd > n.childRangesBegin) {
+      auto first = childRanges.begin() + n.childRangesBegin;
+      auto it = std::upper_bound(first, childRanges.begin() + n.childRangesEnd, a,
+                                 [](uint64_t x, const ChildRange& r) { return x < r.lo; });
+      return it != first && a < (it - 1)->hi ? (it - 1)->child : -1;
+    }
+    for (int32_t c = n.firstChild; c >= 0; c = nodes[static_cast<size_t>(c)].nextSibling)
+      if (contains(nodes[static_cast<size_t>(c)], a)) return c;
+    return -1;
   }
 
   // The innermost function or inlined copy at `a`; -1 when no function of this CU has it.
@@ -205,17 +262,7 @@ struct Resolver::CuTable {
       }
     }
     if (node < 0) return -1;
-    for (bool deeper = true; deeper;) {
-      deeper = false;
-      for (int32_t c = nodes[static_cast<size_t>(node)].firstChild; c >= 0;
-           c = nodes[static_cast<size_t>(c)].nextSibling) {
-        if (contains(nodes[static_cast<size_t>(c)], a)) {
-          node = c;
-          deeper = true;
-          break;
-        }
-      }
-    }
+    for (int32_t child; (child = childAt(node, a)) >= 0;) node = child;
     return node;
   }
 
