@@ -214,6 +214,11 @@ struct ReplayOptions {
   // A log smaller than indexShare times this has this many bytes of index spread over it instead
   // of its share: a well-compressed log's checkpoints would lie too far apart for a quick seek.
   uint64_t indexFloor = 4 << 20;
+  // Without a second thread to decode on, chunks are decoded into blocks of operations (which
+  // let the live set prefetch its slots a few records ahead) once the live set takes this many
+  // bytes, beyond what the caches hold; below it records go straight to the engine. 0: always
+  // blocks (tests).
+  size_t decodeBlocksAbove = size_t{4} << 20;
   // Index file; empty: LOG.hmx next to the log, else $XDG_CACHE_HOME/heapman (~/.cache/heapman)
   // when the log's directory is not writable.
   std::string indexPath;
