@@ -2,7 +2,7 @@
 // operations while the applying thread applies the blocks before them, or, when no core is free,
 // decoded into one block at a time on the applying thread (docs/DESIGN.md §3.4). Either way the
 // applier sees each block whole and prefetches the live set's slots a few operations ahead. Replay::forEachChunk drives it; the
-// engine's appliers (replay.cpp) are its visitors. Private to replay/src.
+// engine's appliers (applier.h) are its visitors. Private to replay/src.
 #pragma once
 
 #include <condition_variable>

@@ -353,7 +353,7 @@ class Replay {
   template <bool kBuild>
   struct Applier;
   class SpanCounter;  // churn_spans.h
-  struct Pass;        // the index pass between chunks or paused in one (replay.cpp)
+  struct Pass;        // the index pass between chunks or paused in one (index_pass.h)
 
   void init();
   void listRecordChunks();
