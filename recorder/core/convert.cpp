@@ -22,7 +22,7 @@ void Writer::convert(Ring* r, RawEvent* e) {
   // The log's sequence numbers: one per record that has one, in the order written.
   const uint64_t timeNs = timeOf(e->tsc);
   auto ev = [&] { return EventCommon{nextSeq_++, timeNs, r->index}; };
-  auto stack = [&]() -> uint32_t {
+  auto stack = [&]() __attribute__((always_inline)) -> uint32_t {
     uint32_t& slot = r->writerSlotStack[stackSlotOf(e->flags)];
     if (!(e->flags & kSameStack))
       slot = e->flags & kManagedFrames ? managedStack(e)

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
@@ -25,6 +26,28 @@ class StackTable {
  public:
   uint32_t intern(const uint64_t* frames, uint32_t n, LogWriter& log) {
     if (n == 0) return 0;
+    if (n > kRecentFrames) return internHashed(frames, n, log);
+    // The recent stacks with their frames: a hit costs a few multiplies and a memcmp, where the
+    // hashed cache below hashes every frame and then confirms its entry by walking the trie
+    // from the leaf, one dependent load a frame (on a malloc churn whose 13 stacks come back
+    // to the writer 1.8 M times, a third of what the writer spent outside the encoder).
+    RecentEntry& recent = recent_[recentSlot(frames, n)];
+    if (recent.n == n && std::memcmp(recent.frames, frames, n * sizeof(uint64_t)) == 0)
+      return ++stats.cached, recent.leaf;
+    uint32_t leaf = internHashed(frames, n, log);
+    recent.n = n;
+    recent.leaf = leaf;
+    std::memcpy(recent.frames, frames, n * sizeof(uint64_t));
+    return leaf;
+  }
+
+ public:
+  struct {
+    uint64_t cached = 0, byHash = 0, walked = 0, nodes = 0;
+  } stats;
+
+ private:
+  [[gnu::noinline]] uint32_t internHashed(const uint64_t* frames, uint32_t n, LogWriter& log) {
     uint64_t h = XXH3_64bits(frames, n * sizeof(uint64_t));
     CacheEntry& slot = cache_[h & (kCacheSize - 1)];
     if (slot.hash == h && matches(slot.leaf, frames, n)) return ++stats.cached, slot.leaf;
@@ -55,12 +78,6 @@ class StackTable {
     return parent;
   }
 
- public:
-  struct {
-    uint64_t cached = 0, byHash = 0, walked = 0, nodes = 0;
-  } stats;
-
- private:
   struct Node {
     uint32_t parent;
     uint64_t frame;
@@ -82,6 +99,20 @@ class StackTable {
     }
     return id == 0;
   }
+
+  // Direct mapped by the leaf's two frames, the outermost one and the depth; stacks of up to
+  // kRecentFrames frames (256 entries: 66 KiB). n == 0: empty (intern never looks up n == 0).
+  static constexpr uint32_t kRecentFrames = 32, kRecentSlots = 256;
+  struct RecentEntry {
+    uint32_t n = 0, leaf = 0;
+    uint64_t frames[kRecentFrames];
+  };
+  static size_t recentSlot(const uint64_t* frames, uint32_t n) {
+    uint64_t h = frames[0] * 0x9E3779B97F4A7C15ull ^ frames[n > 1] * 0xC2B2AE3D27D4EB4Full ^
+                 (frames[n - 1] + n) * 0x165667B19E3779F9ull;
+    return static_cast<size_t>(h >> 56);
+  }
+  std::vector<RecentEntry> recent_ = std::vector<RecentEntry>(kRecentSlots);
 
   // Most events hit a stack seen recently: a direct-mapped cache answers them without the map.
   struct CacheEntry {
