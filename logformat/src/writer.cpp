@@ -106,7 +106,10 @@ struct LogWriter::Impl {
   // A plain index, not std::optional: GCC returns that pair through a stack slot written in two
   // narrow stores and read back as one wide load, a store-forwarding stall (~15 cycles) on the
   // writer's busiest call (it was most of this function's time in perf).
-  uint32_t findInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
+  // Inline in writeAlloc (always_inline, with putInfo's new-entry path out of line): as calls
+  // they cost ~35 instructions an allocation on guile's log (callgrind), spills and frame.
+  [[gnu::always_inline]] uint32_t findInfo(const AllocInfo& info,
+                                           ChunkModel::SizeClass* cls = nullptr) {
     if (lastInfoIndex != kNoInfo && model.infos[lastInfoIndex] == info) return lastInfoIndex;
     // A hint only (a chunk reset zeroes it): in range and equal, or not used.
     if (cls && cls->lastInfo < model.infos.size() && model.infos[cls->lastInfo] == info) {
@@ -121,11 +124,15 @@ struct LogWriter::Impl {
     return kNoInfo;
   }
   // Writes the dictionary reference for `info` into S (a new entry when unseen in this chunk).
-  uint32_t putInfo(const AllocInfo& info, ChunkModel::SizeClass* cls = nullptr) {
+  [[gnu::always_inline]] uint32_t putInfo(const AllocInfo& info,
+                                          ChunkModel::SizeClass* cls = nullptr) {
     if (uint32_t known = findInfo(info, cls); known != kNoInfo) {
       s.putVarint(known);
       return known;
     }
+    return addInfo(info);
+  }
+  [[gnu::noinline]] uint32_t addInfo(const AllocInfo& info) {
     auto idx = static_cast<uint32_t>(model.infos.size());
     s.putVarint(idx);
     s.putByte(static_cast<uint8_t>(info.heap));
@@ -240,14 +247,7 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
     }
   } else {
     info = d.putInfo(ai, &cls);
-    int deep = -1;
-    const bool mayBeDeep = cls.depth > 1 && ChunkModel::lifoMayHold(cls, address);
-    for (uint32_t j = 1; mayBeDeep && j < cls.depth; ++j) {
-      if (ChunkModel::lifoAt(cls, j) == address) {
-        deep = static_cast<int>(j);
-        break;
-      }
-    }
+    const int deep = ChunkModel::lifoFind(cls, address);
     if (deep > 0) {
       d.t.putByte(tag::kAllocLifoAt);
       d.a.putByte(static_cast<uint8_t>(deep));
@@ -257,15 +257,8 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
     } else if (d.model.bumpGuess() == address) {
       d.t.putByte(tag::kAllocBump);
     } else {
-      int ring = -1;
       // Only the entries written: a log of collected heaps has no frees to fill them.
-      const uint32_t filled = d.model.ringFilled();
-      for (uint32_t k = 0; k < filled && (k > 0 || d.model.ringMayHold(address)); ++k) {
-        if (d.model.ringAt(k) == address) {
-          ring = static_cast<int>(k);
-          break;
-        }
-      }
+      const int ring = d.model.ringFind(address);
       if (ring >= 0) {
         d.t.putByte(tag::kAllocRing);
         d.a.putByte(static_cast<uint8_t>(ring));
@@ -288,9 +281,9 @@ void LogWriter::writeAlloc(const EventCommon& ev, uint64_t address, const AllocI
   if (!diesByCollection(ai.heap))
     d.ordinalOf.insert(address, static_cast<uint32_t>(d.model.allocCount()));
   d.model.onAllocIn(cls, address, info, lifoIndex);  // cls: looked up above, not reset since
-  // The slot the LIFO gave up keeps a copy of an entry: cleared, so that lifoMayHold answers
-  // false for addresses not in the LIFO (encoder-only state: positions at or above the top are
-  // never read).
+  // The slot the LIFO gave up keeps a copy of an entry: cleared, so that lifoFind's blocks
+  // hold no match for addresses not in the LIFO (encoder-only state: positions at or above the
+  // top are never read).
   if (lifoIndex >= 0) cls.lifo[cls.top % ChunkModel::kLifoDepth] = 0;
   cls.lastInfo = info;
   afterRecord();

@@ -80,17 +80,21 @@ class ChunkModel {
   static uint64_t lifoAt(const SizeClass& s, uint32_t j) {
     return s.lifo[(s.top - 1 - j) % kLifoDepth];
   }
-  // Whether `address` may be in the class's LIFO or in the ring of recent frees: false means in
-  // neither, so the encoder need not look for its position (most allocations that miss the LIFO
-  // top are in neither, and the two ordered scans, up to 127 + 64 steps, were a third of the
-  // encoder's time on a malloc churn). Every slot is compared, in the LIFO or not: the encoder
-  // clears the slot an allocation from the LIFO leaves (LogWriter::writeAlloc; a full LIFO's push
-  // overwrites its oldest), so a slot outside it is 0, as is a ring slot not written in this
-  // chunk. Elsewhere (the decoder) a stale slot only makes this answer true needlessly.
-  static bool lifoMayHold(const SizeClass& s, uint64_t address) {
-    return anyEqual(s.lifo, kLifoDepth, address);
+  // The smallest j in [1, depth) with lifoAt(s, j) == address, or -1; the same for the ring of
+  // recent frees: the smallest k < ringFilled() with ringAt(k) == address. The encoder's
+  // searches (most allocations that miss the LIFO top are in neither, and ordered scans, up to
+  // 127 + 64 steps, were a third of its time on a malloc churn): every slot is compared, eight
+  // at a time, in or out of the valid range, and only the blocks of eight that hold the address
+  // are looked at one slot at a time, the slots outside the range skipped there. A stale slot
+  // costs that look only: the encoder clears the slot an allocation from the LIFO leaves
+  // (LogWriter::writeAlloc; a full LIFO's push overwrites its oldest), and a ring slot not
+  // written in this chunk is 0.
+  static int lifoFind(const SizeClass& s, uint64_t address) {
+    return nearestEqual(s.lifo, kLifoDepth, s.top, 1, s.depth, address);
   }
-  bool ringMayHold(uint64_t address) const { return anyEqual(freeRing_, kRingSize, address); }
+  int ringFind(uint64_t address) const {
+    return nearestEqual(freeRing_, kRingSize, freeHead_, 0, ringFilled(), address);
+  }
   uint64_t sequentialGuess(const SizeClass& s) const { return s.last + s.stride; }
   uint64_t bumpGuess() const { return bumpEnd + bumpGap; }
   // Entries of the ring written in this chunk (the rest are zero: no address matches them).
@@ -175,29 +179,43 @@ class ChunkModel {
   }
 
  private:
-  // Whether any of v[0..n) equals x; n a multiple of 8. Two 64-bit lanes a compare (SSE2 has no
-  // 64-bit compare: both 32-bit halves equal), 8 slots an iteration and no early exit.
-  static bool anyEqual(const uint64_t* v, size_t n, uint64_t x) {
+  // Bit b set when one of v[8b .. 8b + 8) equals x; n a multiple of 8, at most 256. Two 64-bit
+  // lanes a compare (SSE2 has no 64-bit compare: both 32-bit halves equal), no early exit.
+  static uint32_t blocksEqual(const uint64_t* v, uint32_t n, uint64_t x) {
+    uint32_t blocks = 0;
 #if defined(__SSE2__)
     const __m128i key = _mm_set1_epi64x(static_cast<long long>(x));
-    __m128i any = _mm_setzero_si128();
-    auto at = [&](size_t i) {
+    auto at = [&](uint32_t i) {
       return _mm_cmpeq_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)), key);
     };
-    for (size_t i = 0; i < n; i += 8) {
+    for (uint32_t i = 0; i < n; i += 8) {
       __m128i c0 = at(i), c1 = at(i + 2), c2 = at(i + 4), c3 = at(i + 6);
       c0 = _mm_and_si128(c0, _mm_shuffle_epi32(c0, _MM_SHUFFLE(2, 3, 0, 1)));
       c1 = _mm_and_si128(c1, _mm_shuffle_epi32(c1, _MM_SHUFFLE(2, 3, 0, 1)));
       c2 = _mm_and_si128(c2, _mm_shuffle_epi32(c2, _MM_SHUFFLE(2, 3, 0, 1)));
       c3 = _mm_and_si128(c3, _mm_shuffle_epi32(c3, _MM_SHUFFLE(2, 3, 0, 1)));
-      any = _mm_or_si128(any, _mm_or_si128(_mm_or_si128(c0, c1), _mm_or_si128(c2, c3)));
+      const __m128i any = _mm_or_si128(_mm_or_si128(c0, c1), _mm_or_si128(c2, c3));
+      blocks |= static_cast<uint32_t>(_mm_movemask_epi8(any) != 0) << (i / 8);
     }
-    return _mm_movemask_epi8(any) != 0;
 #else
-    uint64_t any = 0;
-    for (size_t i = 0; i < n; ++i) any |= v[i] == x;
-    return any != 0;
+    for (uint32_t i = 0; i < n; ++i) blocks |= static_cast<uint32_t>(v[i] == x) << (i / 8);
 #endif
+    return blocks;
+  }
+  // The smallest distance d in [from, valid) with v[(head - 1 - d) % n] == x, or -1: v is a ring
+  // of n slots (a power of two) whose next write goes to head % n.
+  static int nearestEqual(const uint64_t* v, uint32_t n, uint32_t head, uint32_t from,
+                          uint32_t valid, uint64_t x) {
+    if (from >= valid) return -1;
+    uint32_t nearest = valid;
+    for (uint32_t blocks = blocksEqual(v, n, x); blocks; blocks &= blocks - 1) {
+      const uint32_t first = 8 * static_cast<uint32_t>(__builtin_ctz(blocks));
+      for (uint32_t p = first; p < first + 8; ++p) {
+        const uint32_t d = (head - 1 - p) % n;
+        if (v[p] == x && d >= from && d < nearest) nearest = d;
+      }
+    }
+    return nearest < valid ? static_cast<int>(nearest) : -1;
   }
   void pushRing(uint64_t address) {
     freeRing_[freeHead_ % kRingSize] = address;
