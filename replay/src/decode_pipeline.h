@@ -1,8 +1,9 @@
 // The decode pipeline: record chunks decoded on a second thread into blocks of compact
-// operations while the applying thread applies the blocks before them, or, when no core is free,
-// decoded into one block at a time on the applying thread (docs/DESIGN.md §3.4). Either way the
-// applier sees each block whole and prefetches the live set's slots a few operations ahead. Replay::forEachChunk drives it; the
-// engine's appliers (applier.h) are its visitors. Private to replay/src.
+// operations while the applying thread applies the blocks before them; when no core is free,
+// decoded on the applying thread, into one block at a time once the live set outgrows the
+// caches, else straight into the applier (docs/DESIGN.md §3.4). A block's applier prefetches the
+// live set's slots a few operations ahead. Replay::forEachChunk drives it; the engine's appliers
+// (applier.h) are its visitors. Private to replay/src.
 #pragma once
 
 #include <condition_variable>
@@ -172,7 +173,8 @@ void replayBatch(const Batch& b, V& v) {
 // done(k, applier, stopped) takes it back after the chunk (stopped: it threw StopDecoding) and
 // returns false to stop. want(k) says whether chunk k will be needed (the decoder runs ahead only
 // over those). With a second hardware thread, decoding runs on it, a few thousand records ahead
-// of the applying thread; else a block at a time is decoded and applied on this one.
+// of the applying thread; else chunks are decoded on this one (in blocks above
+// ReplayOptions::decodeBlocksAbove).
 template <class Make, class Done, class Want>
 void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
   const size_t n = recordChunks_.size();
