@@ -28,8 +28,6 @@ concept IsEvent = requires(const T& r) { r.ev.seq; };
 
 }  // namespace detail
 
-// How far ahead in a collected set the live set's slots are prefetched (as replayBatch does).
-inline constexpr size_t kPrefetchAhead = 16;
 
 template <bool kBuild>
 struct Replay::Applier {
@@ -210,7 +208,7 @@ struct Replay::Applier {
     if (it != r.pending_.end()) {
       const std::vector<uint64_t>& set = it->second;
       for (size_t k = 0; k < set.size(); ++k) {
-        if (k + kPrefetchAhead < set.size()) r.live_.prefetch(set[k + kPrefetchAhead]);
+        if (k + detail::kOpsAhead < set.size()) r.live_.prefetch(set[k + detail::kOpsAhead]);
         uint64_t a = set[k];
         LiveObject o;
         if (r.live_.erase(a, &o)) {

@@ -128,8 +128,9 @@ bool decodeOnSecondThread();
 void decodeChunks(const log::LogReader& reader, const std::vector<log::ChunkRef>& chunks,
                   size_t first, BlockPipe& pipe, const std::function<bool(size_t)>& want);
 
-// How many operations ahead replayBatch has the live set prefetch an address's slots: enough
-// for the loads to arrive in time, few enough that they are still in the cache when used.
+// How many operations ahead replayBatch (and a GcEnd over its collected set, applier.h) has the
+// live set prefetch an address's slots: enough for the loads to arrive in time, few enough that
+// they are still in the cache when used.
 constexpr size_t kOpsAhead = 16;
 // Decodes one chunk into `batch` on this thread: full(ctx) is called each time the batch holds
 // BlockPipe::kBlockOps operations (it must empty it); what is left at the end stays in it.
