@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "heapman/replay/replay.h"
+#include "decode_pipeline.h"
 #include "index_file.h"
 #include "serial.h"
 
@@ -134,7 +135,7 @@ void Replay::maybeCheckpoint(size_t k, uint64_t& sinceCheckpoint) {
 void Replay::loadCheckpoint(size_t i) {
   size_t first = i;
   while (first > 0 && index_->checkpoints[first].delta) --first;
-  resetState();
+  resetState(true);
   for (size_t j = first; j <= i; ++j) {
     std::vector<uint8_t> raw = index_->checkpointBytes(j);
     try {
@@ -193,8 +194,12 @@ void Replay::applyCheckpoint(const std::vector<uint8_t>& raw, bool delta) {
     x.packed = LiveObject::pack(birth, static_cast<uint32_t>(x.packed));
   }
   live_.reserve(liveAfter);
-  for (const LiveObject& x : objs)
-    if (live_.insert(x, &dummy)) throw log::CursorOverrun("object added twice");
+  // The slots are loaded ahead, as a replay's are (their homes are random places in a table
+  // larger than the caches).
+  for (size_t k = 0; k < objs.size(); ++k) {
+    if (k + detail::kOpsAhead < objs.size()) live_.prefetch(objs[k + detail::kOpsAhead].address);
+    if (live_.insert(objs[k], &dummy)) throw log::CursorOverrun("object added twice");
+  }
   if (live_.size() != liveAfter) throw log::CursorOverrun("live count");
   pending_.clear();
   uint64_t sets = in.count();

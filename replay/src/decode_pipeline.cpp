@@ -45,6 +45,12 @@ struct BatchCollector {
     cur->ops.push_back({kOpOther, 0, 0, 0, 0, 0, 0, cur->others.size(), 0, 0, 0});
     cur->others.emplace_back(r);
   }
+  // A collected set is moved, not copied (up to 32 768 addresses a record).
+  void operator()(Collected& r) {
+    room();
+    cur->ops.push_back({kOpOther, 0, 0, 0, 0, 0, 0, cur->others.size(), 0, 0, 0});
+    cur->others.emplace_back(std::move(r));
+  }
 };
 
 // The decoding thread's collector: a full block goes into the pipe, the next is taken from it.

@@ -41,9 +41,25 @@ static_assert(sizeof(Op) == 64);
 // kOpSkipped: an event of an extended kind the decoder does not know (seq only).
 constexpr uint8_t kOpAlloc = 0, kOpFree = 1, kOpRealloc = 2, kOpOther = 3, kOpSkipped = 4;
 
+// A block's operations, written in place: at most kCapacity (the collector hands a full block on
+// before it adds one).
+class OpBlock {
+ public:
+  static constexpr size_t kCapacity = 2048;
+  OpBlock() : ops_(new Op[kCapacity]) {}
+  size_t size() const { return n_; }
+  const Op& operator[](size_t i) const { return ops_[i]; }
+  [[gnu::always_inline]] void push_back(const Op& op) { ops_[n_++] = op; }
+  void clear() { n_ = 0; }
+
+ private:
+  std::unique_ptr<Op[]> ops_;
+  size_t n_ = 0;
+};
+
 // A block of decoded operations; blocks of one chunk arrive in order, the last with chunkEnd.
 struct Batch {
-  std::vector<Op> ops;
+  OpBlock ops;
   std::vector<log::Record> others;
   size_t chunk = 0;
   bool chunkEnd = false;
@@ -62,13 +78,10 @@ struct Cancelled {};
 // operations (about 1 MiB in all, so they stay in cache), passed under a mutex per block.
 class BlockPipe {
  public:
-  static constexpr size_t kBlockOps = 2048;
+  static constexpr size_t kBlockOps = OpBlock::kCapacity;
   static constexpr size_t kBlocks = 8;
   BlockPipe() {
-    for (size_t i = 0; i < kBlocks; ++i) {
-      free_.push_back(std::make_unique<Batch>());
-      free_.back()->ops.reserve(kBlockOps);
-    }
+    for (size_t i = 0; i < kBlocks; ++i) free_.push_back(std::make_unique<Batch>());
   }
   // Producer side. Throws Cancelled when the consumer has stopped.
   std::unique_ptr<Batch> take() {
@@ -200,7 +213,6 @@ void Replay::forEachChunk(size_t first, Make&& make, Done&& done, Want&& want) {
     std::vector<uint8_t> buf;
     auto model = std::make_unique<log::ChunkModel>();
     detail::Batch batch;
-    batch.ops.reserve(detail::BlockPipe::kBlockOps);
     for (size_t k = first; k < n; ++k) {
       auto a = make(k);
       using Applier = decltype(a);

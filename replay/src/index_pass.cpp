@@ -235,8 +235,11 @@ void Replay::writeIndex() {
                  err.c_str());
 }
 
-void Replay::resetState() {
-  live_.clear();
+void Replay::resetState(bool keepCapacity) {
+  if (keepCapacity)
+    live_.clearKeepingCapacity();
+  else
+    live_.clear();
   counters_ = {};
   pending_.clear();
   position_ = 0;

@@ -72,9 +72,9 @@ void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
     if (limit < position_)
       throw ReplayError("cannot observe a backward seek (from " + describe(position_) + " to " +
                         describe(limit) + ")");
-    reserveUpTo(limit);
+    const size_t reserved = reserveUpTo(limit);
     runForward(limit, observer);
-    live_.shrinkToFit();
+    live_.shrinkToFit(reserved);
     return;
   }
   // The last checkpoint at or before the limit.
@@ -106,21 +106,23 @@ void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
   } else {
     resetState();
   }
-  reserveUpTo(limit);
+  const size_t reserved = reserveUpTo(limit);
   runForward(limit, nullptr);
-  live_.shrinkToFit();
+  live_.shrinkToFit(reserved);
 }
 
 // The live set will hold at least as many objects as any collection on the way found (those it
 // left alive and those it collected): room for the most of them (at a load of 0.65) at once,
 // rather than growing in 5/4 steps that each re-insert every live object (a fifth of a
-// 1 M-event seek from the start of a guile log).
-void Replay::reserveUpTo(uint64_t limit) {
+// 1 M-event seek from the start of a guile log). Returns the objects it made room for.
+size_t Replay::reserveUpTo(uint64_t limit) {
   uint64_t most = 0;
   for (const GcRecord& g : tables_.gcs)
     if (g.ended && g.endSeq >= position_ && g.endSeq < limit)
       most = std::max(most, g.liveObjects + g.collectedObjects);
-  if (most > live_.size()) live_.reserve(static_cast<size_t>(most + most / 4));
+  const size_t room = static_cast<size_t>(most + most / 4);
+  if (most > live_.size()) live_.reserve(room);
+  return room;
 }
 
 bool Replay::keepState() {
@@ -136,9 +138,9 @@ bool Replay::keepState() {
 void Replay::replayFromStart(uint64_t limit) {
   if (pass_ && limit > pass_->position) completeIndex();  // the infos past it are not known yet
   resetState();
-  reserveUpTo(limit);
+  const size_t reserved = reserveUpTo(limit);
   runForward(limit, nullptr);
-  live_.shrinkToFit();
+  live_.shrinkToFit(reserved);
 }
 
 }  // namespace heapman::replay

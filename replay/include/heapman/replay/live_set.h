@@ -68,6 +68,14 @@ class LiveSet {
   size_t memoryBytes() const { return (capacity_ + kPad) * sizeof(LiveObject) + sizeof recent_; }
 
   void clear() { rebuild(kMinCapacity); }
+  // Empty, at the same capacity: for a state about to be rebuilt as large (a checkpoint's load),
+  // which would otherwise grow to it again in steps that each re-insert every object.
+  void clearKeepingCapacity() {
+    size_ = 0;
+    dead_ = 0;
+    std::fill(slots_.get(), slots_.get() + capacity_ + kPad, LiveObject{});
+    std::memset(recent_, 0, sizeof recent_);
+  }
   // Capacity for n objects without growing.
   void reserve(size_t n) {
     if ((n + dead_) * 16 > capacity_ * 13) regrow(std::max(n * 16 / 13 + 1, capacity_));
@@ -199,11 +207,16 @@ class LiveSet {
   }
 
  public:
-  // Below a load of 2/3 (more than 24 bytes per object), rebuilds at 0.8. Not done on erase:
-  // a live set that swings by a few percent would be rebuilt over and over (40% slower replay
-  // on the churn log); the engine calls it when a seek hands the state to a query.
-  void shrinkToFit() {
-    if (size_ * 3 < capacity_ * 2 && capacity_ > kShrinkAbove) regrow(size_ + size_ / 4 + 1);
+  // Below a load of 2/3 (more than 24 bytes per object), rebuilds at 0.8, or with room for
+  // `atLeast` objects when that is more (the engine passes what the replay just reserved: a
+  // sequence of seeks that each need that much would otherwise shrink and grow the table at every
+  // stop). Not done on erase: a live set that swings by a few percent would be rebuilt over and
+  // over (40% slower replay on the churn log); the engine calls it when a seek hands the state to
+  // a query.
+  void shrinkToFit(size_t atLeast = 0) {
+    if (size_ * 3 >= capacity_ * 2 || capacity_ <= kShrinkAbove) return;
+    size_t want = std::max(size_ + size_ / 4 + 1, atLeast * 16 / 13 + 1);
+    if (want * 4 <= capacity_ * 3) regrow(want);
   }
 
   // Starts loading the slots an insert or erase of address reads first (the slot its hint names,

@@ -371,10 +371,12 @@ class Replay {
   void writeIndex();
   bool loadIndexFile(const std::string& path, std::string* why);
   bool writeIndexFile(const std::string& path, std::string* error);
-  void resetState();
+  // The state at the log's start; keepCapacity: the live set's table kept as large (a state of
+  // about the same size is loaded next).
+  void resetState(bool keepCapacity = false);
   void runForward(uint64_t limit, Observer* observer);
   void seekUnchecked(uint64_t limit, Observer* observer);
-  void reserveUpTo(uint64_t limit);
+  size_t reserveUpTo(uint64_t limit);
   void checkCancel() const;
   template <class Make, class Done, class Want>
   void forEachChunk(size_t first, Make&& make, Done&& done, Want&& want);
