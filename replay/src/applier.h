@@ -15,6 +15,7 @@
 #include "heapman/logformat/check.h"
 #include "heapman/replay/replay.h"
 #include "info_dict.h"
+#include "series_counter.h"
 
 namespace heapman::replay {
 
@@ -46,6 +47,7 @@ struct Replay::Applier {
   std::unordered_map<uint32_t, uint32_t>* eventCounts = nullptr;
   bool sawEvent = false;
   SpanCounter* spans = nullptr;  // null once the spans outgrew their share
+  SeriesCounter* series = nullptr;  // null when the pass does not count the series
   // A lazy pass looking for a point (Replay::resolve): the record it names sets the limit to
   // just after it. targetSeen: occurrences of the event's name met so far.
   const Point* target = nullptr;
@@ -98,10 +100,12 @@ struct Replay::Applier {
   }
 
   [[gnu::always_inline]] void kill(const LiveObject& o, Death how, uint64_t seq) {
-    const uint64_t size = r.tables_.infos[o.info()].size;
+    const AllocInfo& info = r.tables_.infos[o.info()];
+    const uint64_t size = info.size;
     r.counters_.liveBytes -= size;
     if constexpr (kBuild) {
       if (spans) spans->died(o.info(), how, size);
+      if (series) series->died(seq, info);
       if (o.birthSeq() < r.cpFloor_ && r.cpDeltaOk_) [[unlikely]] {
         r.cpDeaths_.push_back(o.address);
         if (r.cpDeaths_.size() > r.cpLiveAt_) r.cpDeltaOk_ = false;  // a full one is cheaper
@@ -133,6 +137,7 @@ struct Replay::Applier {
     r.counters_.liveBytes += size;
     if constexpr (kBuild) {
       if (spans) spans->born(id, size);
+      if (series) series->born(seq, id, r.tables_.infos[id], address);
     }
     if (observer) observer->born(o);
   }
@@ -246,6 +251,7 @@ struct Replay::Applier {
       rec.liveObjects = r.live_.size();
       rec.liveBytes = r.counters_.liveBytes;
       r.gcEndSeqs_.push_back(g.ev.seq);
+      if (series) series->gcEnded(g.ev.seq);
       if (target && target->kind == Point::Kind::kGc && target->number == g.gcNumber)
         limit = g.ev.seq + 1;
     }

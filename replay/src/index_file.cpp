@@ -346,6 +346,22 @@ std::vector<uint8_t> writeTables(const LogTables& t) {
   }
   o.u8(t.churnSpansIndexed);
   writeChurnSpans(o, t.churnSpans);
+  o.u8(t.seriesIndexed);
+  o.var(t.seriesEvery);
+  o.var(t.series.size());
+  uint64_t limit = 0;
+  for (const SeriesPoint& p : t.series) {
+    o.var(p.limit - limit);
+    limit = p.limit;
+    o.u8(p.gc);
+    for (size_t h = 0; h < p.bytes.size(); ++h) o.var(p.bytes[h]), o.var(p.objects[h]);
+    o.var(p.peak);
+  }
+  o.var(t.births.size());
+  for (uint64_t b : t.births) o.var(b);
+  o.var(t.addressBlocks.size());
+  uint64_t block = 0;
+  for (uint64_t b : t.addressBlocks) o.var(b - block), block = b;
   return std::move(o.data());
 }
 
@@ -470,6 +486,22 @@ LogTables readTables(std::span<const uint8_t> raw) {
     s.counts.resize(s.infos.size() * ChurnSpan::kColumns);
     for (uint64_t& c : s.counts) c = in.var();
   }
+  t.seriesIndexed = in.u8() & 1;
+  t.seriesEvery = in.var();
+  t.series.resize(in.count());
+  uint64_t limit = 0;
+  for (SeriesPoint& p : t.series) {
+    limit += in.var();
+    p.limit = limit;
+    p.gc = in.u8() & 1;
+    for (size_t h = 0; h < p.bytes.size(); ++h) p.bytes[h] = in.var(), p.objects[h] = in.var();
+    p.peak = in.var();
+  }
+  t.births.resize(in.count());
+  for (uint64_t& b : t.births) b = in.var();
+  t.addressBlocks.resize(in.count());
+  uint64_t block = 0;
+  for (uint64_t& b : t.addressBlocks) b = block += in.var();
   if (!in.atEnd()) throw CursorOverrun("bytes after the tables");
   return t;
 }

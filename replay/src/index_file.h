@@ -36,8 +36,9 @@ namespace heapman::replay {
 // 4: the RAM dumps' first copies in the tables (LogTables::dumpCopies); 5: the threads' stack
 // bounds (a version-4 index gave every thread 0-0); 6: built by an index pass that applies
 // log::LogCheck (an older index may stand for a log with a chunk missing: rebuilt, it says so);
-// 7: births and deaths per info between checkpoints in the tables (LogTables::churnSpans)
-inline constexpr uint32_t kIndexVersion = 7;
+// 7: births and deaths per info between checkpoints in the tables (LogTables::churnSpans);
+// 8: the live series, births per info and address blocks (LogTables::series)
+inline constexpr uint32_t kIndexVersion = 8;
 inline constexpr uint64_t kIndexHeaderBytes = 96;
 
 // Start of loadIndexFile's reason for a path that holds something other than a regular file (a

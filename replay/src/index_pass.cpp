@@ -270,10 +270,13 @@ void Replay::beginPass() {
   cpBytesPerEntry_ = 2.0;
   cpMeasured_ = false;
   // A log being written: a span could not end where the chunks so far do (endPass).
-  if (!options_.follow || reader_.end().complete)
+  if (!options_.follow || reader_.end().complete) {
     spans_ = std::make_unique<SpanCounter>();
-  else
+    series_ = std::make_unique<SeriesCounter>(options_.seriesPoints);
+  } else {
     spans_.reset();
+    series_.reset();
+  }
   suspended_.reset();
   spanFrom_ = 0;
 }
@@ -311,6 +314,7 @@ void Replay::runPass(uint64_t limit, const Point* target, Observer* observer) {
           a.eventCounts = &p.eventCounts;
           a.sawEvent = p.sawEvent;
           a.spans = spans_.get();
+          a.series = series_.get();
           a.target = target;
           a.targetSeen = seen;
           a.checkedFirst = k == p.chunk && p.checkedNext;
@@ -373,6 +377,8 @@ void Replay::endPass() {
   if (!spans_) std::vector<ChurnSpan>().swap(tables_.churnSpans);
   spans_.reset();
   if (!pass_->sawEvent) tables_.firstSeq = tables_.endSeq = 0;
+  if (series_ && !suspend) series_->finish(tables_.endSeq, tables_);
+  series_.reset();
   if (!suspend) {
     cpFloor_ = 0;
     cpDeltaOk_ = false;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -610,4 +611,119 @@ TEST_CASE("churn over any range from the index's spans equals a replay of that r
       ++compared;
     }
   CHECK(compared > 500);
+}
+
+// The index's series of `t` (log at `log`) against a replay of the log with an observer that
+// counts what the index pass counted: every point's bytes, objects and peak; births; blocks.
+void checkSeriesAgainstReplay(const std::string& log, const LogTables& t) {
+  const std::vector<SeriesPoint>& s = t.series;
+  struct Watch : Observer {
+    const LogTables& t;
+    std::array<uint64_t, kHeapKindCount> bytes{}, objects{};
+    uint64_t total = 0, peak = 0;
+    std::vector<uint64_t> births;
+    std::set<uint64_t> blocks;
+    explicit Watch(const LogTables& tables) : t(tables), births(tables.infos.size()) {}
+    void born(const LiveObject& x) override {
+      const heapman::replay::AllocInfo& i = t.infos[x.info()];
+      bytes[size_t(i.heap)] += i.size, ++objects[size_t(i.heap)], total += i.size;
+      peak = std::max(peak, total);
+      ++births[x.info()];
+      uint64_t size = std::max<uint64_t>(1, i.actualSize ? i.actualSize : i.size);
+      for (uint64_t b = x.address >> kAddressBlockBits;
+           b <= (x.address + size - 1) >> kAddressBlockBits; ++b)
+        blocks.insert(b);
+    }
+    void died(const LiveObject& x, Death, uint64_t) override {
+      const heapman::replay::AllocInfo& i = t.infos[x.info()];
+      bytes[size_t(i.heap)] -= i.size, --objects[size_t(i.heap)], total -= i.size;
+    }
+  };
+  Replay ref(log, quiet());
+  Watch w(ref.tables());
+  for (const SeriesPoint& p : s) {
+    ref.seek(p.limit, &w);
+    INFO("point at " << p.limit);
+    REQUIRE(p.bytes == w.bytes);
+    REQUIRE(p.objects == w.objects);
+    REQUIRE(p.peak == std::max(w.peak, w.total));
+    w.peak = w.total;
+  }
+  CHECK(t.births == w.births);
+  CHECK(t.addressBlocks == std::vector<uint64_t>(w.blocks.begin(), w.blocks.end()));
+
+}
+
+TEST_CASE("the index's live series, births and address blocks equal an observed replay",
+          "[replay][index][series]") {
+  TempDir dir;
+  std::string log = (dir.path / "w.hml").string();
+  writeFile(log, makeWorkload(11, 40, 300));
+  ReplayOptions o = indexed(300);
+  o.seriesPoints = 16;  // thinned several times over this log
+  Replay built(log, o);
+  REQUIRE(built.index().built);
+  const LogTables& t = built.tables();
+  REQUIRE(t.seriesIndexed);
+  const std::vector<SeriesPoint>& s = t.series;
+  REQUIRE(!s.empty());
+  CHECK(t.seriesEvery > 64);
+  size_t fine = 0, gcPoints = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) REQUIRE(s[i].limit > s[i - 1].limit);
+    if (s[i].gc) {
+      ++gcPoints;
+    } else if (i + 1 < s.size()) {
+      ++fine;
+      CHECK(s[i].limit % t.seriesEvery == 0);
+    }
+  }
+  CHECK(fine <= o.seriesPoints);
+  CHECK(fine >= o.seriesPoints / 2);
+  CHECK(s.back().limit == t.endSeq);
+  size_t ended = 0;
+  for (const GcRecord& g : t.gcs)
+    if (g.ended) {
+      ++ended;
+      auto at = std::lower_bound(s.begin(), s.end(), g.endSeq + 1,
+                                 [](const SeriesPoint& p, uint64_t l) { return p.limit < l; });
+      REQUIRE(at != s.end());
+      CHECK(at->limit == g.endSeq + 1);
+      CHECK(at->gc);
+    }
+  CHECK(gcPoints == ended);
+
+  checkSeriesAgainstReplay(log, t);
+
+  // Read back from the index file: the same counts.
+  Replay loaded(log, o);
+  REQUIRE(!loaded.index().built);
+  CHECK(loaded.tables().series == s);
+  CHECK(loaded.tables().seriesEvery == t.seriesEvery);
+  CHECK(loaded.tables().births == t.births);
+  CHECK(loaded.tables().addressBlocks == t.addressBlocks);
+  CHECK(loaded.tables().seriesIndexed);
+}
+
+TEST_CASE("points the series thins away carry their peak to the next", "[replay][index][series]") {
+  // A heap that rises, then falls to nothing, no GCs: the highest total lies between points that
+  // the thinning takes away.
+  TempDir dir;
+  std::string log = (dir.path / "hill.hml").string();
+  LogBuilder b;
+  b.put(StackNode{1, 0, 0x1000, false});
+  for (uint64_t k = 0; k < 1500; ++k)
+    b.put(Alloc{b.next(), HeapKind::kNative, 0x10000 + k * 64, 48, 48, 1, 0});
+  for (uint64_t k = 0; k < 1500; ++k) b.put(Free{b.next(), HeapKind::kNative, 0x10000 + k * 64});
+  writeFile(log, b.finish());
+  ReplayOptions o = indexed(300);
+  o.seriesPoints = 4;
+  Replay r(log, o);
+  const LogTables& t = r.tables();
+  REQUIRE(t.seriesIndexed);
+  CHECK(t.seriesEvery == 1024);
+  uint64_t peak = 0;
+  for (const SeriesPoint& p : t.series) peak = std::max(peak, p.peak);
+  CHECK(peak == 1500 * 48);
+  checkSeriesAgainstReplay(log, t);
 }

@@ -19,6 +19,7 @@
 // Threads: one thread uses a Replay at a time (seek() may decode on a helper thread of its own).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -133,6 +134,19 @@ struct ChurnSpan {
   bool operator==(const ChurnSpan&) const = default;
 };
 
+// The live heap where the index pass saw it (LogTables::series): a point every
+// LogTables::seriesEvery events and one just after every GC's end.
+struct SeriesPoint {
+  uint64_t limit = 0;  // the state holds every event before it
+  std::array<uint64_t, log::kHeapKindCount> bytes{}, objects{};  // live, by heap kind
+  uint64_t peak = 0;   // the highest total live bytes since the point before (that one's included)
+  bool gc = false;     // just after a GC's end (limit = its GcEnd's seq + 1)
+  bool operator==(const SeriesPoint&) const = default;
+};
+// Addresses of the objects born over a log by blocks of 2^kAddressBlockBits bytes
+// (LogTables::addressBlocks; the heap map's granules).
+inline constexpr unsigned kAddressBlockBits = 16;
+
 // Everything a log says besides the live set, gathered by the index pass (and stored in the index
 // file so a later open needs no scan).
 struct LogTables {
@@ -163,6 +177,16 @@ struct LogTables {
   // index's share allows), and churn replays the whole range.
   std::vector<ChurnSpan> churnSpans;
   bool churnSpansIndexed = false;
+  // What a view of the whole log needs without a pass of its own (the report's series, the heap
+  // map's scan), counted by the index pass. Indexed false: not counted (a log being followed, an
+  // index of an older version), and such a view replays the log. seriesEvery: a power of two,
+  // doubled as the log grows so that at most ReplayOptions::seriesPoints points are not GC ones.
+  std::vector<SeriesPoint> series;
+  uint64_t seriesEvery = 0;
+  std::vector<uint64_t> births;         // objects born, by AllocInfo id
+  std::vector<uint64_t> addressBlocks;  // address >> kAddressBlockBits of every byte of every
+                                        // object born, ascending, unique
+  bool seriesIndexed = false;
 
   // Frames of a stack, leaf first (node frames; managed ones are MethodDef ids).
   std::vector<uint32_t> stackNodes(uint32_t stackId) const;
@@ -211,6 +235,8 @@ struct ReplayOptions {
   // so the whole index (tables and directory too) stays near or under a tenth of the log with
   // the default; a checkpoint that would not fit waits for more log. 0: no bound (tests).
   uint64_t indexShare = 10;
+  // Points of the index's live series that are not a GC's end, at most (LogTables::series).
+  size_t seriesPoints = 8192;
   // A log smaller than indexShare times this has this many bytes of index spread over it instead
   // of its share: a well-compressed log's checkpoints would lie too far apart for a quick seek.
   uint64_t indexFloor = 4 << 20;
@@ -352,7 +378,8 @@ class Replay {
   struct Index;
   template <bool kBuild>
   struct Applier;
-  class SpanCounter;  // churn_spans.h
+  class SpanCounter;    // churn_spans.h
+  class SeriesCounter;  // series_counter.h
   struct Pass;        // the index pass between chunks or paused in one (index_pass.h)
 
   void init();
@@ -433,6 +460,9 @@ class Replay {
   // the spans outgrow their share of the index.
   std::unique_ptr<SpanCounter> spans_;
   uint64_t spanFrom_ = 0;  // where the span being counted starts
+  // Index pass: the live series, births and address blocks (LogTables::series); null when the
+  // pass does not count them (a log being followed).
+  std::unique_ptr<SeriesCounter> series_;
   std::unique_ptr<Pass> pass_;  // the index pass while it has not reached the end of the log
   std::unique_ptr<LogCode> codeAhead_;
   // ReplayOptions::follow: the pass at the end of the chunks written so far, for grow().
