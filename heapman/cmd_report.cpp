@@ -75,9 +75,9 @@ int run(Session& s, const VerbOptions& vm) {
   s.progress->restart("report " + std::filesystem::path(s.path).filename().string());
   report::FramesOptions fo;
   fo.maxFrames = vm["maps"].as<size_t>();
-  // The heap maps' scan of the log rides on the run's own pass.
+  // The heap maps' scan of the log: the index's counts, else it rides on the run's own pass.
   std::optional<map::LogScanner> scanner;
-  if (fo.maxFrames) scanner.emplace(*s.replay);
+  if (fo.maxFrames && !s.replay->tables().seriesIndexed) scanner.emplace(*s.replay);
   b.addRun(*s.replay, *s.namer, ex, s.path, scanner ? &*scanner : nullptr,
            report::frameStarts(*s.replay, fo));
   // Views from other libraries join as b.addSection({id, title, kind, json, run}) (kinds
@@ -99,12 +99,13 @@ int run(Session& s, const VerbOptions& vm) {
     add("leak suspects", [&](std::string& why) {
       return report::leakSection(*one.replay, *one.namer, ex, run, &why);
     });
-    if (scan)
+    if (fo.maxFrames)
       add("heap maps", [&](std::string& why) {
-        map::LogScan taken = scan->take();
+        std::optional<map::LogScan> taken;
+        if (scan) taken = scan->take();
         return report::mapSection(*one.replay,
                                   std::filesystem::path(one.path).filename().string(), run, fo,
-                                  &why, &taken);
+                                  &why, taken ? &*taken : nullptr);
       });
   };
   sections(s, 0, scanner);
@@ -113,7 +114,7 @@ int run(Session& s, const VerbOptions& vm) {
     auto other = Session::open(vm["compare"].as<std::string>(), s.symbolize);
     for (const std::string& p : o.points) other->replay->resolve(p);
     std::optional<map::LogScanner> otherScanner;
-    if (fo.maxFrames) otherScanner.emplace(*other->replay);
+    if (fo.maxFrames && !other->replay->tables().seriesIndexed) otherScanner.emplace(*other->replay);
     b.addRun(*other->replay, *other->namer, ex, other->path,
              otherScanner ? &*otherScanner : nullptr, report::frameStarts(*other->replay, fo));
     sections(*other, 1, otherScanner);

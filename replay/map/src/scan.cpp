@@ -1,6 +1,7 @@
 // The scan of a log for its pictures: the granules every object touched (the layout's regions),
-// bytes allocated per AllocInfo (the top colours) and live bytes over the log (the timeline), in
-// one forward replay with an observer.
+// bytes allocated per AllocInfo (the top colours) and live bytes over the log (the timeline):
+// read from what the index pass counted (LogTables::series), else one forward replay with an
+// observer.
 #include <algorithm>
 #include <chrono>
 #include <deque>
@@ -65,9 +66,44 @@ void LogScanner::compact() {
   last_ = ~uint64_t{0};
 }
 
+static_assert(replay::kAddressBlockBits == kGranuleBits, "the index's address blocks are granules");
+
+namespace {
+
+// The scan from the index's counts. A bin's live bytes are those at the first series point at or
+// past the bin's end (within LogTables::seriesEvery events of it; exact where a point falls on it).
+LogScan indexedScan(const replay::LogTables& t, size_t samples) {
+  LogScan s;
+  s.firstSeq = t.firstSeq;
+  s.endSeq = t.endSeq;
+  s.granules = t.addressBlocks;
+  s.allocBytes.assign(t.infos.size(), 0);
+  for (size_t i = 0; i < t.infos.size() && i < t.births.size(); ++i)
+    s.allocBytes[i] = t.births[i] * t.infos[i].size;
+  const size_t bins = samples ? samples : 1;
+  const uint64_t span = s.endSeq - s.firstSeq;
+  s.liveBytes.assign(bins, 0);
+  size_t at = 0;
+  for (size_t b = 0; b < bins && !t.series.empty(); ++b) {
+    // The first seq in bin b + 1 (LogScanner::bin): the state there holds bins 0..b.
+    uint64_t end = b + 1 == bins || span == 0
+                       ? s.endSeq
+                       : s.firstSeq + uint64_t((__uint128_t(span) * (b + 1) + bins - 1) / bins);
+    while (at + 1 < t.series.size() && t.series[at].limit < end) ++at;
+    uint64_t live = 0;
+    for (uint64_t v : t.series[at].bytes) live += v;
+    s.liveBytes[b] = live;
+    s.peakBytes = std::max(s.peakBytes, live);
+  }
+  return s;
+}
+
+}  // namespace
+
 LogScan scanLog(replay::Replay& r, size_t samples) {
-  LogScanner obs(r, samples);
   const replay::LogTables& t = r.tables();
+  if (t.seriesIndexed) return indexedScan(t, samples);
+  LogScanner obs(r, samples);
   r.replayFromStart(t.firstSeq);
   r.seek(t.endSeq, &obs);
   return obs.take();

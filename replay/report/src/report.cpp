@@ -47,10 +47,16 @@ namespace {
 
 constexpr int kHeaps = log::kHeapKindCount;
 
-// The live series: per heap kind, bytes and objects at each sample limit, and the highest total
-// bytes between the sample before and this one. Fed by the replay's births and deaths in one
-// forward pass; a sample is taken when the first event at or past its limit arrives (the state
-// then holds every event before the limit), the rest at the end.
+// One sample of the live series: per heap kind, bytes and objects at its limit, and the highest
+// total bytes between the sample before and this one.
+struct Sample {
+  std::array<uint64_t, kHeaps> bytes{}, objects{};
+  uint64_t peak = 0;
+};
+
+// The live series from the replay's births and deaths in one forward pass (a log whose index has
+// no series, LogTables::seriesIndexed); a sample is taken when the first event at or past its
+// limit arrives (the state then holds every event before the limit), the rest at the end.
 class SeriesObserver : public replay::Observer {
  public:
   SeriesObserver(const LogTables& t, std::vector<uint64_t> limits)
@@ -71,10 +77,6 @@ class SeriesObserver : public replay::Observer {
   void finish() {
     while (next_ < limits_.size()) take();
   }
-  struct Sample {
-    std::array<uint64_t, kHeaps> bytes{}, objects{};
-    uint64_t peak = 0;
-  };
   std::vector<Sample> samples;
   std::array<bool, kHeaps> used{};
 
@@ -258,43 +260,84 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
     return w.take().substr(1);  // without its '{'
   };
 
-  // One forward pass: the series, stopping at each point for its blame. The garbage counts
-  // (churn, the garbage flame graph) are the index's churn spans summed (countGarbage), else
-  // counted in this pass.
   std::map<uint64_t, std::string> points;
-  SeriesObserver series(t, limits);
-  replay::GarbageCounter counted(t);
-  AllObservers both;
-  both.list = {&series};
-  if (!t.churnSpansIndexed) both.list.push_back(&counted);
-  if (also) both.list.push_back(also);
-  r.seek(first);
   // Where the pass keeps the state for later (keepAt), in order with the points.
   std::vector<uint64_t> keep;
   for (uint64_t k : keepAt)
     if (k >= first && k <= last) keep.push_back(k);
   std::sort(keep.begin(), keep.end());
-  auto nextKeep = keep.begin();
-  for (uint64_t limit : pointLimits) {
-    for (; nextKeep != keep.end() && *nextKeep <= limit; ++nextKeep) {
-      r.seek(*nextKeep, &both);
-      r.keepState();
+  // Seeks forward through the points, each blamed where it stops; `watch` sees every birth and
+  // death on the way (then the pass starts at `first`).
+  auto visitPoints = [&](replay::Observer* watch) {
+    auto nextKeep = keep.begin();
+    for (uint64_t limit : pointLimits) {
+      for (; nextKeep != keep.end() && *nextKeep <= limit; ++nextKeep) {
+        r.seek(*nextKeep, watch);
+        r.keepState();
+      }
+      r.seek(limit, watch);
+      points[limit] = pointAt(limit);
     }
-    r.seek(limit, &both);
-    points[limit] = pointAt(limit);
+  };
+  std::vector<Sample> samples;
+  std::array<bool, kHeaps> used{};
+  std::string method;
+  replay::GarbageCounter counted(t);
+  const bool fromIndex = t.seriesIndexed && !t.series.empty() && !also;
+  if (fromIndex) {
+    // The series the index pass counted: each sample is the first of its points at or past the
+    // sample's limit (within t.seriesEvery events; a GC's end exactly), with the highest total
+    // over the points since the sample before. The points are blamed by seeks, no pass.
+    std::vector<uint64_t> at;
+    size_t from = 0, j = 0;
+    for (uint64_t l : limits) {
+      while (j + 1 < t.series.size() && t.series[j].limit < l) ++j;
+      if (j < from) continue;  // this point is the sample before's
+      Sample x;
+      x.bytes = t.series[j].bytes, x.objects = t.series[j].objects;
+      for (size_t k = from; k <= j; ++k) x.peak = std::max(x.peak, t.series[k].peak);
+      samples.push_back(x);
+      at.push_back(t.series[j].limit);
+      from = j + 1;
+    }
+    limits = std::move(at);
+    for (const Sample& x : samples)
+      for (int h = 0; h < kHeaps; ++h) used[h] = used[h] || x.objects[h] > 0;
+    method = "sampled at " + std::to_string(limits.size()) + " positions of " +
+             std::to_string(span) + " events (the index's points at or just past " +
+             std::to_string(n) + " evenly spaced ones, within " + std::to_string(t.seriesEvery) +
+             " events, and the end of every GC drawn)";
+    visitPoints(nullptr);
+  } else {
+    // One forward pass: the series, stopping at each point for its blame. The garbage counts
+    // (churn, the garbage flame graph) are the index's churn spans summed (countGarbage), else
+    // counted in this pass.
+    SeriesObserver series(t, limits);
+    AllObservers both;
+    both.list = {&series};
+    if (!t.churnSpansIndexed) both.list.push_back(&counted);
+    if (also) both.list.push_back(also);
+    r.seek(first);
+    visitPoints(&both);
+    series.finish();
+    samples = std::move(series.samples);
+    used = series.used;
+    method = "sampled at " + std::to_string(limits.size()) + " positions of " +
+             std::to_string(span) + " events (" + std::to_string(n) +
+             " evenly spaced, and the end of every GC drawn)";
   }
-  series.finish();
-  const replay::GarbageCounter garbage =
-      t.churnSpansIndexed ? replay::countGarbage(r, first, last) : counted;
+  const replay::GarbageCounter garbage = t.churnSpansIndexed || fromIndex
+                                             ? replay::countGarbage(r, first, last)
+                                             : counted;
   replay::ChurnResult c = replay::churn(r, a, garbage, first, last, replay::SortBy::kBytes,
                                         o_.maxRows);
   std::vector<replay::FoldedLine> garbageFolded = replay::foldedChurn(r, a, garbage);
   // The peak: the sample with the most live bytes (a seek back from the nearest checkpoint).
   size_t peakSample = 0;
   uint64_t best = 0;
-  for (size_t i = 0; i < series.samples.size(); ++i) {
+  for (size_t i = 0; i < samples.size(); ++i) {
     uint64_t sum = 0;
-    for (uint64_t b : series.samples[i].bytes) sum += b;
+    for (uint64_t b : samples[i].bytes) sum += b;
     if (sum > best) best = sum, peakSample = i;
   }
   uint64_t peakLimit = limits.empty() ? last : limits[peakSample];
@@ -326,34 +369,31 @@ void Builder::addRun(replay::Replay& r, replay::FrameNamer& namer, const replay:
   w.key("heaps").beginArray();
   std::vector<int> heaps;
   for (int h = 0; h < kHeaps; ++h)
-    if (series.used[h]) {
+    if (used[h]) {
       heaps.push_back(h);
       w.value(log::heapKindName(static_cast<log::HeapKind>(h)));
     }
   w.endArray();
   w.key("series").beginObject();
-  w.field("method", "sampled at " + std::to_string(limits.size()) + " positions of " +
-                        std::to_string(span) + " events (" + std::to_string(n) +
-                        " evenly spaced, and the end of every GC drawn); each sample has the "
-                        "live bytes and objects per heap at its position and the highest total "
-                        "since the sample before");
+  w.field("method", method + "; each sample has the live bytes and objects per heap at its "
+                             "position and the highest total since the sample before");
   w.key("limit").beginArray();
   for (uint64_t l : limits) w.value(l);
   w.endArray();
   w.key("bytes").beginArray();
   for (int h : heaps) {
     w.beginArray();
-    for (const auto& s : series.samples) w.value(s.bytes[h]);
+    for (const Sample& x : samples) w.value(x.bytes[h]);
     w.endArray();
   }
   w.endArray().key("objects").beginArray();
   for (int h : heaps) {
     w.beginArray();
-    for (const auto& s : series.samples) w.value(s.objects[h]);
+    for (const Sample& x : samples) w.value(x.objects[h]);
     w.endArray();
   }
   w.endArray().key("peak").beginArray();
-  for (const auto& s : series.samples) w.value(s.peak);
+  for (const Sample& x : samples) w.value(x.peak);
   w.endArray().endObject();
 
   // GCs, events and frame marks (the points the CLI names them by).

@@ -548,4 +548,29 @@ TEST_CASE("replays of one log on several threads share one scan", "[map][truth]"
   CHECK(own.liveBytes == got[0]->liveBytes);
   CHECK(map::sharedScan(r, 64) == got[0]);  // a later replay of the same log too
   CHECK(map::sharedScan(r, 32) != got[0]);  // another number of samples is another scan
+
+  // Read from the index's counts, the scan is a pass's: the same granules and bytes allocated,
+  // and the same live bytes at every bin whose end is a point of the index's series.
+  const replay::LogTables& tab = r.tables();
+  REQUIRE(tab.seriesIndexed);
+  map::LogScanner pass(r, 64);
+  r.replayFromStart(tab.firstSeq);
+  r.seek(tab.endSeq, &pass);
+  map::LogScan want = pass.take();
+  CHECK(own.granules == want.granules);
+  CHECK(own.allocBytes == want.allocBytes);
+  REQUIRE(own.liveBytes.size() == want.liveBytes.size());
+  size_t exact = 0;
+  const uint64_t span = tab.endSeq - tab.firstSeq;
+  for (size_t b = 0; b < want.liveBytes.size(); ++b) {
+    uint64_t end = b + 1 == want.liveBytes.size() ? tab.endSeq
+                                                   : tab.firstSeq + (span * (b + 1) + 63) / 64;
+    bool onPoint = std::any_of(tab.series.begin(), tab.series.end(),
+                               [&](const replay::SeriesPoint& p) { return p.limit == end; });
+    if (!onPoint) continue;
+    INFO("bin " << b);
+    CHECK(own.liveBytes[b] == want.liveBytes[b]);
+    ++exact;
+  }
+  CHECK(exact >= 1);
 }

@@ -1,7 +1,7 @@
 // The heap map: a picture of the live set at one point of a replay (map.cpp), and the scan of a
 // log that the pictures of it share (scan.cpp).
 //
-//   LogScan scan = scanLog(replay);                 // one forward pass over the whole log
+//   LogScan scan = scanLog(replay);                 // the index's counts, else a forward pass
 //   MapRenderer m(replay, &attribution, scan, options);
 //   replay.seek(since);  replay.seek(at, &deaths);  // deaths: a DeathCollector
 //   m.addDeaths(deaths.take());
@@ -47,7 +47,9 @@ struct LogScan {
   uint64_t firstSeq = 0, endSeq = 0;  // the log's events are [firstSeq, endSeq)
   uint64_t peakBytes = 0;             // of liveBytes
 };
-// Replays the whole log from the start (the replay ends at its end).
+// From what the index pass counted (LogTables::seriesIndexed: the timeline's bins end at the
+// series point at or past each bin's end), else a replay of the whole log from the start (the
+// replay then ends at its end).
 LogScan scanLog(replay::Replay& r, size_t samples = 1024);
 // scanLog()'s answer for the log as the replay covers it now, kept by the process for the last
 // two logs asked: the pictures of one log share it (a shell's maps; heapman serve's workers,
