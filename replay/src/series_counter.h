@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -21,7 +22,9 @@ namespace heapman::replay {
 
 class Replay::SeriesCounter {
  public:
-  explicit SeriesCounter(size_t maxFine) : maxFine_(std::max<size_t>(maxFine, 2)) {}
+  explicit SeriesCounter(size_t maxFine) : maxFine_(std::max<size_t>(maxFine, 2)) {
+    seen_.fill(~uint64_t{0});
+  }
 
   [[gnu::always_inline]] void born(uint64_t seq, uint32_t id, const AllocInfo& i,
                                    uint64_t address) {
@@ -36,8 +39,9 @@ class Replay::SeriesCounter {
     const uint64_t size = std::max<uint64_t>(1, i.actualSize ? i.actualSize : i.size);
     const uint64_t b0 = address >> kAddressBlockBits, b1 = (address + size - 1) >> kAddressBlockBits;
     for (uint64_t b = b0; b <= b1; ++b) {
-      if (b == lastBlock_) continue;
-      lastBlock_ = b;
+      uint64_t& seen = seen_[b % kSeen];
+      if (seen == b) continue;
+      seen = b;
       blocks_.push_back(b);
     }
     if (blocks_.size() >= compactAt_) [[unlikely]]
@@ -113,7 +117,6 @@ class Replay::SeriesCounter {
   void compact() {
     std::sort(blocks_.begin(), blocks_.end());
     blocks_.erase(std::unique(blocks_.begin(), blocks_.end()), blocks_.end());
-    lastBlock_ = ~uint64_t{0};
     compactAt_ = std::max<size_t>(size_t{1} << 16, blocks_.size() * 2);
   }
 
@@ -125,7 +128,10 @@ class Replay::SeriesCounter {
   uint64_t total_ = 0, peak_ = 0;
   std::vector<SeriesPoint> points_;
   std::vector<uint64_t> births_, blocks_;
-  uint64_t lastBlock_ = ~uint64_t{0};
+  // The blocks met lately, by block number modulo kSeen: one already there is in blocks_ (a heap
+  // reuses a few blocks over and over; pushing each again cost malloc's churn a sort per 64 k).
+  static constexpr size_t kSeen = 256;
+  std::array<uint64_t, kSeen> seen_;
   size_t compactAt_ = size_t{1} << 16;  // blocks_ is sorted again at this size
 };
 
