@@ -114,15 +114,21 @@ void Replay::seekUnchecked(uint64_t limit, Observer* observer) {
 // The live set will hold at least as many objects as any collection on the way found (those it
 // left alive and those it collected): room for the most of them (at a load of 0.65) at once,
 // rather than growing in 5/4 steps that each re-insert every live object (a fifth of a
-// 1 M-event seek from the start of a guile log). Returns the objects it made room for.
+// 1 M-event seek from the start of a guile log). Returns the objects the table should keep room
+// for when the seek hands it over: those, or the next collection's after the limit if more (a
+// seek on from there needs them: the report's points, a heap map's two seeks).
 size_t Replay::reserveUpTo(uint64_t limit) {
-  uint64_t most = 0;
-  for (const GcRecord& g : tables_.gcs)
-    if (g.ended && g.endSeq >= position_ && g.endSeq < limit)
+  uint64_t most = 0, next = 0, nextEnd = ~uint64_t{0};
+  for (const GcRecord& g : tables_.gcs) {
+    if (!g.ended) continue;
+    if (g.endSeq >= position_ && g.endSeq < limit)
       most = std::max(most, g.liveObjects + g.collectedObjects);
-  const size_t room = static_cast<size_t>(most + most / 4);
-  if (most > live_.size()) live_.reserve(room);
-  return room;
+    else if (g.endSeq >= limit && g.endSeq < nextEnd)
+      nextEnd = g.endSeq, next = g.liveObjects + g.collectedObjects;
+  }
+  if (most > live_.size()) live_.reserve(static_cast<size_t>(most + most / 4));
+  const uint64_t keep = std::max(most, next);
+  return static_cast<size_t>(keep + keep / 4);
 }
 
 bool Replay::keepState() {
