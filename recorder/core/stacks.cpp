@@ -2,6 +2,7 @@
 // their unwind rules, libunwind where neither goes on), a walk replayed from its memo when the
 // stack has not changed, and the ring's cache of recent stacks (ring.h, kSameStack) that spares
 // an event its frames; which modules keep frame pointers (classifyModules).
+#include <dlfcn.h>
 #include <link.h>
 #include <libunwind.h>
 #include <sched.h>
@@ -16,6 +17,22 @@
 #include "unwind.h"
 
 namespace heapman::rec {
+
+namespace {
+
+// Code no loaded module holds (a JIT's): _dl_find_object reads the loader's own lock-free table
+// (no lock, no allocation: async-signal-safe).
+bool outsideModules(uintptr_t pc) {
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+  dl_find_object found;
+  return _dl_find_object(reinterpret_cast<void*>(pc - 1), &found) != 0;
+#else
+  (void)pc;
+  return false;
+#endif
+}
+
+}  // namespace
 
 FrameRule (*g_jitRule)(uintptr_t ret) = nullptr;
 
@@ -264,7 +281,10 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
   // A whole chain ends where the code that called main or started the thread ends it: a rule
   // whose return address is undefined (_start, clone3), a frame pointer of 0 (what _start
   // leaves), or, when libc's frames are not stepped by rule, a walk that stops in libc (which
-  // keeps no frame pointers). A chain that breaks anywhere else goes to libunwind.
+  // keeps no frame pointers). It also ends at a frame in code outside every module (a JIT's,
+  // guile's or Mono's) whose frame pointer leads nowhere: libunwind, which has no unwind
+  // information for such code either, stops there with the same frames. A chain that breaks
+  // anywhere else goes to libunwind.
   bool whole = false;
   bool startCode = false;  // the walk went through the start code to its end (learnEntry)
   uint32_t stepped = 0;  // a rule step came before (a word: see word())
@@ -330,7 +350,8 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
     // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
     if (fp < sp || high < 16 || fp > high - 16 || (fp & 7) != 0) {
       startCode = fp == 0;
-      whole = startCode || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh);
+      whole = startCode || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh) ||
+              (n > 0 && outsideModules(out[n - 1]));
       break;
     }
     uintptr_t ret = word(fp + 8);

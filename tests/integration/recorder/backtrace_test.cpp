@@ -247,3 +247,57 @@ TEST_CASE("backtraces: call paths of the same depth that differ in one frame",
     if (keep == 32) CHECK(stackOf.size() == 18);  // 9 paths x 2 sites
   }
 }
+
+// Code outside every module (a JIT's): an allocation called from a trampoline in an anonymous
+// executable page that left the frame-pointer register pointing nowhere. The walk ends at the
+// trampoline's return address, as libunwind does (--unwind dwarf), without handing the stack to
+// libunwind (guile's JIT'ed code sent half of its allocations there: ~150 ns each).
+TEST_CASE("backtrace: a chain that breaks in code outside every module ends there",
+          "[recorder][backtrace]") {
+  // By --unwind mode: the frames as offsets into alloc_from_jit and the trampoline (each run has
+  // its own addresses).
+  std::map<std::string, std::vector<uint64_t>> stacks;
+  for (std::string mode : {"auto", "dwarf"}) {
+    INFO("--unwind " << mode);
+    TempDir dir;
+    ::setenv("HEAPMAN_STATS", "1", 1);
+    Recording rec = record(dir, "jit", {HMREC_PROG_JIT, "5"}, {"--unwind", mode});
+    ::unsetenv("HEAPMAN_STATS");
+    INFO(rec.describe());
+    REQUIRE(rec.result.status == 0);  // (its statistics are heaprec lines besides the report)
+    REQUIRE(rec.hasWroteLine);
+    uint64_t jit = 0, fn = 0;
+    std::vector<uint64_t> blocks;
+    for (const std::string& l : lines(rec.result.out)) {
+      std::vector<std::string> f = fields(l);
+      if (f.size() == 2 && f[0] == "jit") jit = number(f[1]);
+      if (f.size() == 3 && f[0] == "fn") fn = number(f[2]);
+      if (f.size() == 2 && f[0] == "block") blocks.push_back(number(f[1]));
+    }
+    REQUIRE(jit);
+    REQUIRE(fn);
+    REQUIRE(blocks.size() == 5);
+    Log log = readLog(rec.logPath);
+    size_t seen = 0;
+    for (const Record& r : log.records) {
+      const auto* a = std::get_if<Alloc>(&r);
+      if (!a || a->size != 24680) continue;
+      REQUIRE(seen < blocks.size());
+      CHECK(a->address == blocks[seen++]);
+      std::vector<uint64_t> frames = stackFrames(log, a->stackId);
+      INFO("frames: " << frames.size());
+      REQUIRE(frames.size() == 2);
+      CHECK(frames[0] > fn);
+      CHECK(frames[0] < fn + 256);
+      CHECK(frames[1] > jit);
+      CHECK(frames[1] <= jit + 16);
+      stacks[mode] = {frames[0] - fn, frames[1] - jit};
+    }
+    CHECK(seen == blocks.size());
+    if (mode == "auto") {
+      INFO(rec.result.err);
+      CHECK(rec.result.err.find("stacks: 0 unwound by libunwind") != std::string::npos);
+    }
+  }
+  CHECK(stacks["auto"] == stacks["dwarf"]);
+}
