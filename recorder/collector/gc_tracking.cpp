@@ -13,6 +13,7 @@
 
 #include "heapman/logformat/format.h"
 #include "heapman/logformat/records.h"
+#include "libgc_headers.h"
 
 namespace heapman::rec::gc {
 
@@ -134,11 +135,189 @@ inline void addDumpObject(uint64_t address, uint64_t size) {
   g_dumpObjectBytes += size;
 }
 
+// libgc: the mark bits are read a block at a time from its block headers once the header table
+// is found and checked (libgc_headers.h); until then, and for good after any disagreement, one
+// call per marked object (GC_enumerate_reachable_objects_inner).
+// Objects whose mark bits read directly are checked against GC_is_marked before the direct read
+// is trusted.
+constexpr uint32_t kFastChecks = 200000;
+
+enum class LibgcBlocks : uint8_t { kSearching, kChecking, kOn, kOff };
+LibgcBlocks g_libgcBlocks = LibgcBlocks::kSearching;
+libgc::Table g_libgcTable;
+uint32_t g_libgcChecked = 0;  // objects checked against GC_is_marked
+// Objects the enumeration reported, for the search: the first and the latest one.
+libgc::KnownObject g_known[2];
+int g_knownCount = 0;
+
 // libgc: one call per marked object.
 void onReachable(void* p, size_t bytes, void*) {
   auto a = reinterpret_cast<uint64_t>(p);
   addMarked(a);
   if (g_forDump) addDumpObject(a, bytes);
+  if (g_libgcBlocks == LibgcBlocks::kSearching) {
+    g_known[g_knownCount == 0 ? 0 : 1] = {a, bytes};
+    if (g_knownCount < 2) ++g_knownCount;
+  }
+}
+
+// Which bits of a page's 512 (one per 8 bytes) are object starts in a block of objects of
+// `granules` 16-byte granules (objects that end within the block), computed once per size.
+const uint64_t* objectStarts(uint64_t granules) {
+  static uint64_t masks[libgc::kMaxSmallObject / libgc::kGranuleBytes + 1][8];
+  static bool made[libgc::kMaxSmallObject / libgc::kGranuleBytes + 1];
+  uint64_t* m = masks[granules];
+  if (!made[granules]) {
+    uint64_t size = granules * libgc::kGranuleBytes;
+    for (uint64_t off = 0; off + size <= libgc::kBlockBytes; off += size)
+      m[off >> 9] |= uint64_t{1} << ((off >> 3) & 63);
+    made[granules] = true;
+  }
+  return m;
+}
+
+// One block in use (header `hdr`): its mark bytes as snapshot bits, checked against GC_is_marked
+// while checking; its page added if anything is marked, and its marked objects to the dump.
+// False on a disagreement or a header unlike the layout.
+bool onLibgcBlock(uint64_t block, const uint8_t* hdr) {
+  using namespace libgc;
+  bool check = g_libgcBlocks == LibgcBlocks::kChecking;
+  uint64_t size = word(hdr, kHdrSize);
+  if (check && (word(hdr, kHdrBlock) != block || size == 0 ||
+                (size <= kMaxSmallObject && size % kGranuleBytes)))
+    return false;
+  if (word(hdr, kHdrMarkCount) == 0) return true;  // nothing marked (the enumeration skips it too)
+  const uint8_t* marks = hdr + kHdrMarks;
+  uint64_t bits[8] = {};
+  if (size > kMaxSmallObject) {
+    bits[0] = marks[0] & 1;  // one object, at the block's start
+  } else {
+    // A byte per 16-byte granule (0 or 1) to a bit per 8 bytes: 8 bytes to 8 bits by one
+    // multiplication (byte i lands on bit 56 + i), spread to every other bit of 16.
+    for (int w = 0; w < 32; ++w) {
+      uint64_t x;
+      std::memcpy(&x, marks + 8 * w, sizeof x);
+      if (!x) continue;
+      uint64_t b = ((x & 0x0101010101010101) * 0x0102040810204080) >> 56;
+      b = (b | b << 4) & 0x0F0F;
+      b = (b | b << 2) & 0x3333;
+      b = (b | b << 1) & 0x5555;
+      bits[w >> 2] |= b << (16 * (w & 3));
+    }
+    // The collector's end marker (the granule after the last whole object) is no object.
+    const uint64_t* starts = objectStarts(size / kGranuleBytes);
+    for (int i = 0; i < 8; ++i) bits[i] &= starts[i];
+  }
+  if (check) {
+    uint64_t end = size > kMaxSmallObject ? 1 : kBlockBytes - size + 1;
+    for (uint64_t off = 0; off < end; off += size) {
+      bool marked = g_collector.isMarked(reinterpret_cast<void*>(block + off)) != 0;
+      if (marked != (((bits[off >> 9] >> ((off >> 3) & 63)) & 1) != 0)) return false;
+      if (++g_libgcChecked >= kFastChecks) g_libgcBlocks = LibgcBlocks::kOn;
+    }
+  }
+  uint64_t any = 0;
+  for (uint64_t w : bits) any |= w;
+  if (!any) return true;
+  MarkSnapshot::Page* pg = newPage(block);
+  if (!pg) return true;
+  std::memcpy(pg->bits, bits, sizeof bits);
+  if (!g_forDump) return true;
+  if (size > kMaxSmallObject) {
+    addDumpObject(block, size);
+    return true;
+  }
+  for (uint64_t off = 0; off + size <= kBlockBytes; off += size)
+    if ((bits[off >> 9] >> ((off >> 3) & 63)) & 1) addDumpObject(block + off, size);
+  return true;
+}
+
+// Every block in use, in GC_apply_to_all_blocks' order (so the snapshot and the dump's object
+// list come out as the enumeration's): bottom indices ascending, blocks descending in each, the
+// blocks of a large object after its first skipped. False when the table or a header is not as
+// found or checked: the snapshot is then incomplete.
+bool libgcBlockMarks() {
+  using namespace libgc;
+  static const uint8_t* indices[4096];
+  int n = bottomIndices(g_libgcTable, indices, 4096);
+  if (n < 0) return false;
+  for (int i = 0; i < n; ++i) {
+    const uint8_t* bi = indices[i];
+    uint64_t key = word(bi, kKeyOffset);
+    for (int64_t j = kBottomSize - 1; j >= 0;) {
+      uint64_t hdr = word(bi, static_cast<size_t>(j) * 8);
+      if (hdr < kBlockBytes) {
+        j -= hdr ? static_cast<int64_t>(hdr) : 1;  // no block, or back to a large object's start
+        continue;
+      }
+      const auto* h = reinterpret_cast<const uint8_t*>(hdr);
+      if (!(h[kHdrFlags] & kFreeBlock) &&
+          !onLibgcBlock(((key << 10) + static_cast<uint64_t>(j)) * kBlockBytes, h))
+        return false;
+      --j;
+    }
+  }
+  return true;
+}
+
+// HEAPMAN_GC_MARKS=compare: each snapshot read from the block headers is compared with the
+// enumeration's list of the same collection: the same pages in the same order, a bit set exactly
+// where a listed object starts, and with a dump the same objects and sizes in the same order.
+bool g_compareMarks = false;
+struct MarksComparison {
+  uint64_t snapshots = 0, differed = 0;
+  uint32_t page = 0;     // the snapshot page the last listed object lay in, plus one
+  uint64_t objects = 0;  // listed objects
+  bool same = true;
+} g_cmp;
+
+void onReachableCompare(void* p, size_t bytes, void*) {
+  auto a = reinterpret_cast<uint64_t>(p);
+  uint64_t page = a & ~(MarkSnapshot::kPageBytes - 1);
+  const MarkSnapshot::Page* pages = g_snap->pages();
+  if (g_cmp.page == 0 || pages[g_cmp.page - 1].page != page) {
+    if (g_cmp.page == g_snap->count || pages[g_cmp.page].page != page) {
+      g_cmp.same = false;
+      return;
+    }
+    ++g_cmp.page;
+  }
+  uint64_t bit = (a & (MarkSnapshot::kPageBytes - 1)) >> 3;
+  g_cmp.same &= ((pages[g_cmp.page - 1].bits[bit >> 6] >> (bit & 63)) & 1) != 0;
+  if (g_forDump)
+    g_cmp.same &= g_cmp.objects < g_dump->objectCount &&
+                  g_dump->objects()[g_cmp.objects].address == a &&
+                  g_dump->objects()[g_cmp.objects].size == bytes;
+  ++g_cmp.objects;
+}
+
+void compareWithEnumeration() {
+  g_cmp.page = 0;
+  g_cmp.objects = 0;
+  g_cmp.same = true;
+  g_collector.enumerateReachable(onReachableCompare, nullptr);
+  uint64_t bits = 0;
+  for (uint32_t i = 0; i < g_snap->count; ++i)
+    for (uint64_t w : g_snap->pages()[i].bits)
+      bits += static_cast<uint64_t>(__builtin_popcountll(w));
+  bool same = g_cmp.same && g_cmp.page == g_snap->count && bits == g_cmp.objects &&
+              (!g_forDump || g_dump->objectCount == g_cmp.objects);
+  ++g_cmp.snapshots;
+  g_cmp.differed += !same;
+}
+
+// After an enumeration, the first time it listed objects: the header table searched for in
+// GC_arrays, through those objects.
+void searchLibgcTable() {
+  if (!g_knownCount) return;  // nothing marked yet: next time
+  if (g_collector.libgcArrays &&
+      libgc::findTable(g_collector.libgcArrays, g_collector.libgcArraysBytes, g_known, g_knownCount,
+                       g_libgcTable)) {
+    g_libgcBlocks = LibgcBlocks::kChecking;
+    return;
+  }
+  g_libgcBlocks = LibgcBlocks::kOff;
+  say("libgc's block headers were not found; reading its mark bits one object at a time");
 }
 
 // Mono's fork: one call per block in use. Its mark bits are copied from the header where the
@@ -146,7 +325,6 @@ void onReachable(void* p, size_t bytes, void*) {
 enum class FastMarks : uint8_t { kChecking, kOn, kOff };
 FastMarks g_fastMarks = FastMarks::kChecking;
 uint32_t g_fastChecked = 0;  // objects checked both ways
-constexpr uint32_t kFastChecks = 200000;
 
 void onBlock(void* block, unsigned long) {
   auto h = reinterpret_cast<uint64_t>(block);
@@ -213,6 +391,7 @@ void onBlock(void* block, unsigned long) {
 // HEAPMAN_STATS=1: the snapshots' cost, printed at exit.
 struct SnapshotStats {
   uint64_t snapshots = 0, pages = 0, ns = 0;
+  uint64_t byBlock = 0;  // libgc: snapshots read from its block headers
 } g_snapStats;
 
 __attribute__((destructor)) void printSnapshotStats() {
@@ -222,6 +401,14 @@ __attribute__((destructor)) void printSnapshotStats() {
       static_cast<unsigned long long>(g_snapStats.snapshots),
       static_cast<double>(g_snapStats.pages) / g_snapStats.snapshots, g_snapStats.ns / 1e6,
       static_cast<double>(g_snapStats.ns) / 1e3 / g_snapStats.snapshots);
+  if (g_collector.enumerateReachable)
+    say("libgc mark snapshots: %llu read from block headers, %llu object by object",
+        static_cast<unsigned long long>(g_snapStats.byBlock),
+        static_cast<unsigned long long>(g_snapStats.snapshots - g_snapStats.byBlock));
+  if (g_compareMarks)
+    say("libgc mark snapshots compared with its enumeration: %llu, %llu differed",
+        static_cast<unsigned long long>(g_cmp.snapshots),
+        static_cast<unsigned long long>(g_cmp.differed));
 }
 
 // Stack bounds of threads, cached by pthread_t. Allocation lock held.
@@ -271,6 +458,10 @@ void afterForkChild() {
 
 void initTracking(const Collector& c) {
   g_collector = c;
+  const char* marks = getenv(env::kGcMarks);
+  if (!c.libgcArrays || (marks && std::strcmp(marks, "objects") == 0))
+    g_libgcBlocks = LibgcBlocks::kOff;
+  g_compareMarks = marks && std::strcmp(marks, "compare") == 0;
   if (!c.enumerateReachable && !c.applyToAllBlocks)
     say("this collector has no way to list its marked objects: collected sets are not recorded");
   pthread_atfork(nullptr, nullptr, afterForkChild);
@@ -281,11 +472,32 @@ void emitMarks(Ring* r, uint32_t gc, bool forDump) {
   g_forDump = false;
   if (!r || (!g_collector.enumerateReachable && !g_collector.applyToAllBlocks)) return;
   g_forDump = forDump && startDump(gc);
+  bool dumping = g_forDump;
   if (!startSnapshot(gc)) return;
-  if (g_collector.enumerateReachable)
-    g_collector.enumerateReachable(onReachable, nullptr);
-  else
+  if (g_collector.enumerateReachable) {
+    bool byBlock = g_libgcBlocks == LibgcBlocks::kChecking || g_libgcBlocks == LibgcBlocks::kOn;
+    if (byBlock && !libgcBlockMarks()) {
+      say("libgc's block headers are not laid out as this build reads them; reading its mark "
+          "bits one object at a time");
+      g_libgcBlocks = LibgcBlocks::kOff;
+      byBlock = false;
+      // Start again: nothing of the walk is kept.
+      g_snap->count = 0;
+      g_page = nullptr;
+      g_snapFailed = false;
+      g_forDump = dumping;
+      if (dumping) {
+        g_dump->objectCount = 0;
+        g_dumpObjectBytes = 0;
+      }
+    }
+    if (!byBlock) g_collector.enumerateReachable(onReachable, nullptr);
+    if (byBlock && g_compareMarks && !g_snapFailed) compareWithEnumeration();
+    if (g_libgcBlocks == LibgcBlocks::kSearching) searchLibgcTable();
+    g_snapStats.byBlock += byBlock;
+  } else {
     g_collector.applyToAllBlocks(onBlock, 0);
+  }
   g_snapStats.snapshots++;
   g_snapStats.pages += g_snap->count;
   g_snapStats.ns += monotonicNs() - t0;

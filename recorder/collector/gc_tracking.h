@@ -9,9 +9,10 @@
 // lock held, emitMarks() copies which objects the collector marked into a MarkSnapshot
 // (core/gc_events.h): libgc enumerates them (GC_enumerate_reachable_objects_inner); in Mono's
 // fork every block in use is visited (GC_apply_to_all_blocks) and its mark bits are copied from
-// its header. The writer thread, which sees every allocation and free in order, tests its set of
-// tracked live objects against the snapshot off the lock: tracked and not marked means
-// collected (core/tracked_set.h). docs/DESIGN.md §2.0 has why that moment is exact.
+// its header; libgc's block headers are found in its GC_arrays and read the same way once
+// checked (libgc_headers.h). The writer thread, which sees every allocation and free in order,
+// tests its set of tracked live objects against the snapshot off the lock: tracked and not marked
+// means collected (core/tracked_set.h). docs/DESIGN.md §2.0 has why that moment is exact.
 #pragma once
 
 #include <pthread.h>
@@ -45,6 +46,10 @@ struct Collector {
   // Mono's fork: calls fn(block, data) for each block in use (lock held).
   void (*applyToAllBlocks)(void (*fn)(void*, unsigned long), unsigned long data) = nullptr;
   MarkLayout marks;  // optional, with applyToAllBlocks
+  // libgc: its GC_arrays (address and size), where the block header table is searched for, to
+  // copy mark bits a block at a time instead of enumerateReachable (libgc_headers.h).
+  const uint8_t* libgcArrays = nullptr;
+  size_t libgcArraysBytes = 0;
 };
 
 // Set while this thread runs a collection callback of ours (it holds the allocation lock).

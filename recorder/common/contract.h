@@ -25,6 +25,10 @@ inline constexpr char kMonoMalloc[] = "HEAPMAN_MONO_MALLOC";      // --mono-mall
 // Set by hand, not by heaprec options.
 inline constexpr char kRingMb[] = "HEAPMAN_RING_MB";          // ring size per thread, MiB
 inline constexpr char kStats[] = "HEAPMAN_STATS";             // the recorder's costs, at exit
+// libgc's mark bits: "objects" reads them one marked object at a time
+// (GC_enumerate_reachable_objects_inner) even where its block headers are found; "compare" reads
+// them from the headers and compares each snapshot with the enumeration (counts at exit).
+inline constexpr char kGcMarks[] = "HEAPMAN_GC_MARKS";
 inline constexpr char kMonoAllMethods[] = "HEAPMAN_MONO_ALL_METHODS";  // shadow every method
 // Managed stacks by walking instead of the shadow stack: "fast" (the fast walk, the runtime's
 // where it cannot prove its result) or "check" (both at every allocation, compared; the

@@ -1,6 +1,7 @@
 // The bdwgc layer's set-up (bdwgc.h): libgc found, its callbacks hooked, the collector's entry
 // points handed to the collector layer; and the real libgc functions the layer's files share.
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 
 #include <cstdio>
@@ -49,6 +50,16 @@ void initBdwgc() {
   // libgc >= 7.6 (Debian 12 has 8.2); without it collected sets are not recorded.
   collector.enumerateReachable = reinterpret_cast<decltype(collector.enumerateReachable)>(
       dlsym(RTLD_NEXT, "GC_enumerate_reachable_objects_inner"));
+  // Its block headers, read directly where found (collector/libgc_headers.h): GC_arrays and its
+  // size from the dynamic symbol table.
+  Dl_info arraysInfo;
+  void* arraysSym = nullptr;
+  if (void* arrays = dlsym(RTLD_NEXT, "GC_arrays");
+      arrays && dladdr1(arrays, &arraysInfo, &arraysSym, RTLD_DL_SYMENT) && arraysSym &&
+      arraysInfo.dli_saddr == arrays) {
+    collector.libgcArrays = static_cast<const uint8_t*>(arrays);
+    collector.libgcArraysBytes = static_cast<const ElfW(Sym)*>(arraysSym)->st_size;
+  }
   gc::initTracking(collector);
   Dl_info self;
   if (dladdr(reinterpret_cast<void*>(&initBdwgc), &self) && self.dli_fname)

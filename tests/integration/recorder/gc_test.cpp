@@ -127,14 +127,32 @@ Seen readGcLog(const std::string& path) {
   return s;
 }
 
-// `ringMb`: the recording threads' ring size (HEAPMAN_RING_MB), when not the default.
-void checkAgainstTruth(unsigned threads, unsigned perThread, const char* ringMb = nullptr) {
+// `ringMb`: the recording threads' ring size (HEAPMAN_RING_MB), when not the default. `gcMarks`:
+// how libgc's mark bits are read (HEAPMAN_GC_MARKS), with the recorder's counts (HEAPMAN_STATS)
+// then; `options`: heaprec's. Returns heaprec's stderr.
+std::string checkAgainstTruth(unsigned threads, unsigned perThread, const char* ringMb = nullptr,
+                              const char* gcMarks = nullptr,
+                              const std::vector<std::string>& options = {}) {
   TempDir dir;
   if (ringMb) setenv("HEAPMAN_RING_MB", ringMb, 1);
-  Recording rec = record(dir, "gc_truth",
-                         {HMREC_PROG_GC_TRUTH, std::to_string(threads), std::to_string(perThread)});
+  if (gcMarks) {
+    setenv("HEAPMAN_GC_MARKS", gcMarks, 1);
+    setenv("HEAPMAN_STATS", "1", 1);
+  }
+  Recording rec =
+      record(dir, "gc_truth",
+             {HMREC_PROG_GC_TRUTH, std::to_string(threads), std::to_string(perThread)}, options);
   if (ringMb) unsetenv("HEAPMAN_RING_MB");
-  requireRecorded(rec);
+  if (gcMarks) {
+    unsetenv("HEAPMAN_GC_MARKS");
+    unsetenv("HEAPMAN_STATS");
+    // requireRecorded, but for the counts heaprec prints before its report.
+    INFO(rec.describe());
+    REQUIRE(rec.result.status == 0);
+    REQUIRE(rec.hasWroteLine);
+  } else {
+    requireRecorded(rec);
+  }
   Truth truth = parseTruth(rec.result.out);
   Seen seen = readGcLog(rec.logPath);
   REQUIRE(truth.tracked > 0);
@@ -207,9 +225,67 @@ void checkAgainstTruth(unsigned threads, unsigned perThread, const char* ringMb 
 
   LogSummary sum = summarizeLog(rec.logPath);
   CHECK(sum.gcs == seen.gcEnds);
+  return rec.result.err;
+}
+
+// The numbers of the recorder's line starting with `prefix` (HEAPMAN_STATS), in order.
+std::vector<uint64_t> statsLine(const std::string& err, const std::string& prefix) {
+  std::vector<uint64_t> out;
+  for (const std::string& l : lines(err)) {
+    size_t at = l.find(prefix);
+    if (at == std::string::npos) continue;
+    for (size_t i = at + prefix.size(); i < l.size();) {
+      if (l[i] < '0' || l[i] > '9') {
+        ++i;
+        continue;
+      }
+      size_t end = l.find_first_not_of("0123456789", i);
+      out.push_back(number(l.substr(i, end - i)));
+      i = end == std::string::npos ? l.size() : end;
+    }
+  }
+  return out;
+}
+
+// libgc's mark bits copied a block at a time from its block headers (found in GC_arrays, checked
+// against GC_is_marked): each snapshot, and with RAM dumps each dump's object list, must equal
+// libgc's own enumeration of the same collection, and the collected sets the ground truth.
+void checkBlockMarks(const std::vector<std::string>& options) {
+  std::string err = checkAgainstTruth(1, 200000, nullptr, "compare", options);
+  INFO(err);
+  std::vector<uint64_t> ways = statsLine(err, "libgc mark snapshots: ");
+  std::vector<uint64_t> compared = statsLine(err, "compared with its enumeration: ");
+  REQUIRE(ways.size() == 2);
+  REQUIRE(compared.size() == 2);
+  // Collections are enumerated until one lists objects, through which the table is found: the
+  // program's first collection, before it allocates, lists none; the second does.
+  CHECK(ways[1] >= 1);
+  CHECK(ways[1] <= 2);
+  CHECK(ways[0] >= 10);
+  CHECK(compared[0] == ways[0]);
+  CHECK(compared[1] == 0);
+  CHECK(err.find("reading its mark bits one object at a time") == std::string::npos);
 }
 
 }  // namespace
+
+TEST_CASE("bdwgc: mark bits read a block at a time equal the enumeration's", "[recorder][gc]") {
+  checkBlockMarks({});
+}
+
+TEST_CASE("bdwgc: mark bits read a block at a time list a RAM dump's objects as the enumeration",
+          "[recorder][gc]") {
+  checkBlockMarks({"--ram-dumps", "every"});
+}
+
+TEST_CASE("bdwgc: HEAPMAN_GC_MARKS=objects reads the mark bits one object at a time",
+          "[recorder][gc]") {
+  std::string err = checkAgainstTruth(1, 200000, nullptr, "objects");
+  std::vector<uint64_t> ways = statsLine(err, "libgc mark snapshots: ");
+  REQUIRE(ways.size() == 2);
+  CHECK(ways[0] == 0);
+  CHECK(ways[1] >= 10);
+}
 
 TEST_CASE("bdwgc: collected sets equal weak-link ground truth, one thread", "[recorder][gc]") {
   checkAgainstTruth(1, 200000);
