@@ -135,13 +135,13 @@ inline void addDumpObject(uint64_t address, uint64_t size) {
   g_dumpObjectBytes += size;
 }
 
+// Objects whose mark bits read directly are checked against GC_is_marked before the direct read
+// is trusted (libgc and Mono's fork alike).
+constexpr uint32_t kFastChecks = 200000;
+
 // libgc: the mark bits are read a block at a time from its block headers once the header table
 // is found and checked (libgc_headers.h); until then, and for good after any disagreement, one
 // call per marked object (GC_enumerate_reachable_objects_inner).
-// Objects whose mark bits read directly are checked against GC_is_marked before the direct read
-// is trusted.
-constexpr uint32_t kFastChecks = 200000;
-
 enum class LibgcBlocks : uint8_t { kSearching, kChecking, kOn, kOff };
 LibgcBlocks g_libgcBlocks = LibgcBlocks::kSearching;
 libgc::Table g_libgcTable;
