@@ -114,7 +114,8 @@ int run(Session& s, const VerbOptions& vm) {
     auto other = Session::open(vm["compare"].as<std::string>(), s.symbolize);
     for (const std::string& p : o.points) other->replay->resolve(p);
     std::optional<map::LogScanner> otherScanner;
-    if (fo.maxFrames && !other->replay->tables().seriesIndexed) otherScanner.emplace(*other->replay);
+    if (fo.maxFrames && !other->replay->tables().seriesIndexed)
+      otherScanner.emplace(*other->replay);
     b.addRun(*other->replay, *other->namer, ex, other->path,
              otherScanner ? &*otherScanner : nullptr, report::frameStarts(*other->replay, fo));
     sections(*other, 1, otherScanner);

@@ -350,7 +350,8 @@ __attribute__((noinline)) uint32_t captureStack(uint64_t* out, uint32_t max, con
     // fp <= high - 16, not fp + 16 <= high: a frameless function may leave any value in rbp.
     if (fp < sp || high < 16 || fp > high - 16 || (fp & 7) != 0) {
       startCode = fp == 0;
-      whole = startCode || (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh) ||
+      whole = startCode ||
+              (!stepped && n > 0 && out[n - 1] >= g.libcLow && out[n - 1] < g.libcHigh) ||
               (n > 0 && outsideModules(out[n - 1]));
       break;
     }

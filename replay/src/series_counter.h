@@ -37,8 +37,8 @@ class Replay::SeriesCounter {
       births_.resize(std::max<size_t>(id + 1, births_.size() * 2));
     ++births_[id];
     const uint64_t size = std::max<uint64_t>(1, i.actualSize ? i.actualSize : i.size);
-    const uint64_t b0 = address >> kAddressBlockBits, b1 = (address + size - 1) >> kAddressBlockBits;
-    for (uint64_t b = b0; b <= b1; ++b) {
+    const uint64_t last = (address + size - 1) >> kAddressBlockBits;
+    for (uint64_t b = address >> kAddressBlockBits; b <= last; ++b) {
       uint64_t& seen = seen_[b % kSeen];
       if (seen == b) continue;
       seen = b;
