@@ -23,9 +23,10 @@ export XDG_CACHE_HOME="$work/cache"
 
 echo "== HeapMan symbolizer, all hardware threads (3 runs: the first with an empty debug cache)"
 "$bench" --count "$count" --dump "$work" --print "${files[@]}"
-for run in 2 3; do "$bench" --count "$count" "${files[@]}" | tail -3; done
+# Each later run's time and cost (its last lines also count the units it read).
+for run in 2 3; do "$bench" --count "$count" "${files[@]}" | grep -E '^(resolveAll|freeing)'; done
 echo "== HeapMan symbolizer, one thread"
-"$bench" --count "$count" --threads 1 "${files[@]}" | tail -3
+"$bench" --count "$count" --threads 1 "${files[@]}" | grep -E '^(resolveAll|freeing)'
 
 peer() {  # peer NAME COMMAND...: time COMMAND -e FILE < addresses for every file
   local name=$1 start end n=0
