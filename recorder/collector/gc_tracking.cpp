@@ -135,6 +135,25 @@ inline void addDumpObject(uint64_t address, uint64_t size) {
   g_dumpObjectBytes += size;
 }
 
+// A block's mark bits (one per 8 bytes, set at each marked object's start) into the snapshot,
+// its page added when anything is marked; with a dump, its marked objects of `size` bytes (a
+// large object: one, at the block's start). Both collectors' block walks end here.
+void addMarkedBlock(uint64_t block, const uint64_t (&bits)[8], uint64_t size) {
+  uint64_t any = 0;
+  for (uint64_t w : bits) any |= w;
+  if (!any) return;  // nothing marked: every tracked object here was collected
+  MarkSnapshot::Page* pg = newPage(block);
+  if (!pg) return;
+  std::memcpy(pg->bits, bits, sizeof bits);
+  if (!g_forDump || !size) return;
+  if (size > MarkSnapshot::kPageBytes) {
+    if (bits[0] & 1) addDumpObject(block, size);
+    return;
+  }
+  for (uint64_t off = 0; off + size <= MarkSnapshot::kPageBytes; off += size)
+    if ((bits[off >> 9] >> ((off >> 3) & 63)) & 1) addDumpObject(block + off, size);
+}
+
 // Objects whose mark bits read directly are checked against GC_is_marked before the direct read
 // is trusted (libgc and Mono's fork alike).
 constexpr uint32_t kFastChecks = 200000;
@@ -216,19 +235,7 @@ bool onLibgcBlock(uint64_t block, const uint8_t* hdr) {
       if (++g_libgcChecked >= kFastChecks) g_libgcBlocks = LibgcBlocks::kOn;
     }
   }
-  uint64_t any = 0;
-  for (uint64_t w : bits) any |= w;
-  if (!any) return true;
-  MarkSnapshot::Page* pg = newPage(block);
-  if (!pg) return true;
-  std::memcpy(pg->bits, bits, sizeof bits);
-  if (!g_forDump) return true;
-  if (size > kMaxSmallObject) {
-    addDumpObject(block, size);
-    return true;
-  }
-  for (uint64_t off = 0; off + size <= kBlockBytes; off += size)
-    if ((bits[off >> 9] >> ((off >> 3) & 63)) & 1) addDumpObject(block + off, size);
+  addMarkedBlock(block, bits, size);
   return true;
 }
 
@@ -378,20 +385,7 @@ void onBlock(void* block, unsigned long) {
     }
     if (!fast || g_fastMarks == FastMarks::kOff) std::memcpy(bits, slow, sizeof bits);
   }
-  uint64_t any = 0;
-  for (uint64_t w : bits) any |= w;
-  if (!any) return;  // nothing marked: every tracked object here was collected
-  MarkSnapshot::Page* pg = newPage(h);
-  if (!pg) return;
-  std::memcpy(pg->bits, bits, sizeof bits);
-  if (!g_forDump || !size) return;
-  for (uint64_t off = 0; off < MarkSnapshot::kPageBytes; off += size) {
-    uint64_t bit = off >> 3;
-    if (!((bits[bit >> 6] >> (bit & 63)) & 1)) continue;
-    if (size <= MarkSnapshot::kPageBytes && off + size > MarkSnapshot::kPageBytes) break;
-    addDumpObject(h + off, size);
-    if (size > MarkSnapshot::kPageBytes) break;
-  }
+  addMarkedBlock(h, bits, size);
 }
 
 // HEAPMAN_STATS=1: the snapshots' cost, printed at exit.
