@@ -18,6 +18,8 @@
 
 namespace heapman::rec {
 
+FrameRule (*g_jitRule)(uintptr_t ret) = nullptr;
+
 namespace {
 
 // Code no loaded module holds (a JIT's): _dl_find_object reads the loader's own lock-free table
@@ -32,11 +34,6 @@ bool outsideModules(uintptr_t pc) {
 #endif
 }
 
-}  // namespace
-
-FrameRule (*g_jitRule)(uintptr_t ret) = nullptr;
-
-namespace {
 // What a walk depends on besides its start and the words it reads, as a number that changes
 // when they do (StackMemo::frameless): the frameless modules and the entry return addresses
 // (State::entryRets), both only ever added to.
