@@ -136,16 +136,51 @@ RawEvent* beginWithStack(Ring*& r, Kind kind, uint8_t heap, uint32_t extraLen, c
   return e;
 }
 
+namespace {
+// The modules classifyModules has read since the loader last unloaded one (dlpi_subs): a program
+// that dlopens a library for each of its plug-ins, or a runtime that dlopens one it has for every
+// native method it binds (Mono), would otherwise read the unwind tables of all ~200 modules again
+// each time (60 ms of gbrainy's start). Guarded by State::framelessLock.
+struct Classified {
+  static constexpr uint32_t kMax = 512;
+  unsigned long long subs = ~0ull;  // dlpi_subs when `keys` was started
+  uint32_t count = 0;
+  struct Key {
+    ElfW(Addr) base;
+    const ElfW(Phdr) * phdr;
+  } keys[kMax];
+  bool has(const dl_phdr_info* pi) const {
+    for (uint32_t i = 0; i < count; ++i)
+      if (keys[i].base == pi->dlpi_addr && keys[i].phdr == pi->dlpi_phdr) return true;
+    return false;
+  }
+};
+Classified g_classified;
+}  // namespace
+
 void classifyModules() {
   // Writers only (start-up, dlopen/dlclose hooks): serialize them. Readers take no lock.
   while (g.framelessLock.exchange(true, std::memory_order_acquire)) sched_yield();
   struct Scan {
     bool seen[State::kMaxFrameless] = {};
     bool changed = false;
+    bool onlyNew = false;  // nothing unloaded since the modules in g_classified were read
+    bool first = true;
   } scan;
   dl_iterate_phdr(
-      [](dl_phdr_info* pi, size_t, void* arg) -> int {
+      [](dl_phdr_info* pi, size_t size, void* arg) -> int {
         auto& seen = *static_cast<Scan*>(arg);
+        Classified& done = g_classified;
+        if (seen.first) {
+          seen.first = false;
+          // dlpi_subs counts unloads since start: unchanged, every module read before is still
+          // where it was and only modules not yet read need their tables read.
+          bool counted = size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof pi->dlpi_subs;
+          seen.onlyNew = counted && pi->dlpi_subs == done.subs;
+          if (!seen.onlyNew) done = {counted ? pi->dlpi_subs : ~0ull, 0, {}};
+        }
+        if (seen.onlyNew && done.has(pi)) return 0;
+        if (done.count < Classified::kMax) done.keys[done.count++] = {pi->dlpi_addr, pi->dlpi_phdr};
         CodeRange found[8];
         uintptr_t eh = 0;
         uint32_t got = framelessRanges(pi, found, 8, &eh);
@@ -177,9 +212,10 @@ void classifyModules() {
       },
       &scan);
   // Modules unloaded since: no rules from their (unmapped) tables; cached rules may describe
-  // code that is gone, or lie where a new module now is.
+  // code that is gone, or lie where a new module now is. (With none unloaded, the modules read
+  // before were skipped, not seen.)
   uint32_t count = g.framelessCount.load(std::memory_order_relaxed);
-  for (uint32_t k = 0; k < count; ++k)
+  for (uint32_t k = 0; k < count && !scan.onlyNew; ++k)
     if (!scan.seen[k] && g.framelessEh[k].exchange(0, std::memory_order_relaxed) != 0)
       scan.changed = true;
   if (scan.changed) clearFrameRules();

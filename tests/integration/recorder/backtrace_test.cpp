@@ -3,6 +3,7 @@
 // in that order. rec_backtrace prints the functions' runtime addresses; each is 256-byte aligned
 // and shorter than 256 bytes, so [F, F + 256) holds F's return addresses and no other function's.
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "recorder_support.h"
@@ -300,4 +301,49 @@ TEST_CASE("backtrace: a chain that breaks in code outside every module ends ther
     }
   }
   CHECK(stacks["auto"] == stacks["dwarf"]);
+}
+
+// Modules loaded while recording: the recorder reads a module's unwind tables once, not at every
+// dlopen, and reads them again after an unload. A module without frame pointers loaded after one
+// with them (every other module already read), then unloaded and loaded again: an allocation
+// made inside it still has its caller, run(), as the second frame (a walk by frame pointers
+// alone would skip run, whose frame the module's code never set up).
+TEST_CASE("backtraces: a frameless module loaded late, and again after dlclose, keeps its caller",
+          "[recorder][backtrace]") {
+  TempDir dir;
+  ::setenv("HEAPMAN_STATS", "1", 1);
+  Recording rec =
+      record(dir, "dlreload", {HMREC_PROG_DLRELOAD, HMREC_PROG_DLALLOC, HMREC_PROG_DLALLOC_NOFP});
+  ::unsetenv("HEAPMAN_STATS");
+  INFO(rec.describe());
+  REQUIRE(rec.result.status == 0);
+  REQUIRE(rec.hasWroteLine);
+  uint64_t run = 0;
+  std::map<uint64_t, uint64_t> makers;  // size -> dlalloc_make's address
+  for (const std::string& l : lines(rec.result.out)) {
+    std::vector<std::string> f = fields(l);
+    if (f.size() == 3 && f[0] == "fn" && f[1] == "run") run = number(f[2]);
+    if (f.size() == 3 && f[0] == "make") makers[number(f[1])] = number(f[2]);
+  }
+  REQUIRE(run);
+  REQUIRE(makers.size() == 3);
+  Log log = readLog(rec.logPath);
+  std::vector<Window> ws = windows(log);
+  REQUIRE(ws.size() == 1);
+  std::set<uint64_t> seen;
+  for (size_t i = ws[0].begin + 1; i < ws[0].end; ++i) {
+    const auto* a = std::get_if<Alloc>(&log.records[i]);
+    if (!a || a->ev.thread != ws[0].thread || !makers.count(a->size)) continue;
+    INFO("allocation of " << a->size);
+    REQUIRE(seen.insert(a->size).second);
+    std::vector<uint64_t> frames = stackFrames(log, a->stackId);
+    REQUIRE(frames.size() >= 3);
+    CHECK(frames[0] > makers[a->size]);
+    CHECK(frames[0] < makers[a->size] + 256);
+    CHECK(frames[1] > run);
+    CHECK(frames[1] < run + 256);
+  }
+  CHECK(seen.size() == 3);
+  // The walk needed no libunwind: the module's rules were read.
+  CHECK(rec.result.err.find("stacks: 0 unwound by libunwind") != std::string::npos);
 }

@@ -10,6 +10,14 @@
 
 #include <stdint.h>
 
+/* A function aligned to 256 bytes and kept out of line (and uncloned): shorter than that, its
+ * return addresses lie in [F, F + 256) and in no other such function's range. */
+#if defined(__clang__)
+#define HMT_FN __attribute__((noinline, aligned(256)))
+#else
+#define HMT_FN __attribute__((noinline, noclone, aligned(256)))
+#endif
+
 /* Makes p escape to the compiler, so that a malloc/free (or new/delete) pair is not elided. */
 static inline void hmt_escape(const void* p) {
   __asm__ volatile("" : : "r"(p) : "memory");

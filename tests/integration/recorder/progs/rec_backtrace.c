@@ -16,12 +16,6 @@
 
 #include "prog_util.h"
 
-#if defined(__clang__)
-#define HMT_FN __attribute__((noinline, aligned(256)))
-#else
-#define HMT_FN __attribute__((noinline, noclone, aligned(256)))
-#endif
-
 enum { kChainSize = 12345, kDirectSize = 54321, kChainCalls = 3 };
 
 static void* chainBlocks[kChainCalls];

@@ -24,9 +24,9 @@
 #include "prog_util.h"
 
 #if defined(__clang__)
-#define HMT_FN __attribute__((noinline, aligned(1024)))
+#define HMT_FN1024 __attribute__((noinline, aligned(1024)))
 #else
-#define HMT_FN __attribute__((noinline, noclone, aligned(1024)))
+#define HMT_FN1024 __attribute__((noinline, noclone, aligned(1024)))
 #endif
 
 namespace {
@@ -44,12 +44,12 @@ volatile int growBy = 2000;
 
 extern "C" {
 
-HMT_FN void make_new(int i) {
+HMT_FN1024 void make_new(int i) {
   widgets[i] = new Widget;
   hmt_escape(widgets[i]);
 }
 
-HMT_FN void grow_string() {
+HMT_FN1024 void grow_string() {
   std::string s;
   for (int i = 0; i < growBy; ++i) {
     s.push_back(static_cast<char>('a' + i % 26));
@@ -58,7 +58,7 @@ HMT_FN void grow_string() {
   hmt_escape(s.data());
 }
 
-HMT_FN void grow_vector() {
+HMT_FN1024 void grow_vector() {
   std::vector<int> v;
   for (int i = 0; i < growBy; ++i) {
     v.push_back(i);
@@ -67,7 +67,7 @@ HMT_FN void grow_vector() {
   hmt_escape(v.data());
 }
 
-HMT_FN void run() {
+HMT_FN1024 void run() {
   heapman_event("begin");
   heapman_event("new");
   for (int i = 0; i < widgetCount; ++i) make_new(i);

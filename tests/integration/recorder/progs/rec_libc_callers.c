@@ -20,12 +20,6 @@
 
 #include "prog_util.h"
 
-#if defined(__clang__)
-#define HMT_FN __attribute__((noinline, aligned(256)))
-#else
-#define HMT_FN __attribute__((noinline, noclone, aligned(256)))
-#endif
-
 enum { kItems = 16, kMaxCompares = 256 };
 
 static const char* path;

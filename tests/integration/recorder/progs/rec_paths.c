@@ -18,12 +18,6 @@
 
 #include "prog_util.h"
 
-#if defined(__clang__)
-#define HMT_FN __attribute__((noinline, aligned(256)))
-#else
-#define HMT_FN __attribute__((noinline, noclone, aligned(256)))
-#endif
-
 enum { kDepth = 12, kCalls = 400, kPaths = 9 };
 
 static const unsigned kPathSet[kPaths] = {
