@@ -252,13 +252,18 @@ uint32_t Writer::managedStack(RawEvent* e) {
   ManagedCacheEntry* cached = nullptr;
   uint64_t hash = 0;
   if (n > 0 && n <= kManagedCacheFrames) {
-    if (!managedCache_) {
-      managedCache_.reset(static_cast<ManagedCacheEntry*>(
-          calloc(kManagedCacheSlots, sizeof(ManagedCacheEntry))));
-      if (!managedCache_) return internManaged(in, n);
+    if (managedMisses_ >= managedGrowAt_ && managedSlots_ < kManagedCacheSlots) {
+      const uint32_t slots = managedSlots_ ? 4 * managedSlots_ : kManagedCacheFirst;
+      if (auto* bigger =
+              static_cast<ManagedCacheEntry*>(calloc(slots, sizeof(ManagedCacheEntry)))) {
+        managedCache_.reset(bigger);
+        managedSlots_ = slots;
+      }
+      managedGrowAt_ = managedMisses_ + 2 * uint64_t{slots};
     }
+    if (!managedCache_) return ++managedMisses_, internManaged(in, n);
     hash = XXH3_64bits(in, n * sizeof(uint64_t));
-    cached = &managedCache_[hash & (kManagedCacheSlots - 1)];
+    cached = &managedCache_[hash & (managedSlots_ - 1)];
     if (cached->n == n && cached->hash == hash &&
         std::memcmp(cached->frames, in, n * sizeof(uint64_t)) == 0)
       return ++managedHits_, cached->id;
