@@ -38,7 +38,10 @@ build=$(realpath "$build")
 heaprec=$build/recorder/heaprec
 churn=$build/bench/churn_program
 game=$build/bench/MonoBench.exe
-for f in "$heaprec" "$churn" "$game"; do
+built=("$heaprec")  # only what the rows asked for run
+want malloc && built+=("$churn")
+want game && built+=("$game")
+for f in "${built[@]}"; do
   [[ -e $f ]] || { echo "run_recording_cost: $f not built" >&2; exit 1; }
 done
 needs=()
