@@ -172,7 +172,7 @@ RawEvent* begin(Ring* r, Kind kind, uint32_t nframes, uint32_t extraLen) {
     r->cachedTail = r->tail.load(std::memory_order_acquire);
     if (head + total - r->cachedTail > r->capacity && !waitForRoom(r, head, total)) return nullptr;
   }
-  // Wake the writer as the ring crosses half full (it also wakes every millisecond).
+  // Wake the writer as the ring crosses half full (it also wakes every 1-8 ms, Writer::run).
   uint64_t fill = head - r->cachedTail;
   if (fill <= r->capacity / 2 && fill + total > r->capacity / 2) {
     // Half full by the producer's copy of the tail; by the real one, the writer is behind.

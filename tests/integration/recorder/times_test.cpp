@@ -68,8 +68,8 @@ void checkTimes(const std::vector<std::string>& options, uint64_t maxEarlyNs,
 
 TEST_CASE("times: an allocation is never stamped late, nor with a reading from before a pause",
           "[recorder][times]") {
-  // After each 30 ms sleep the writer has moved its epoch (it runs at least every millisecond,
-  // so even a busy machine lets it run during the sleep): the burst's first allocation reads the
+  // After each 30 ms sleep the writer has moved its epoch (it runs at least every 8 ms, every
+  // millisecond while records come, so even a busy machine lets it run during the sleep): the burst's first allocation reads the
   // clock again. Inside a burst an allocation may take a reading up to 15 allocations old
   // (microseconds). Without the epoch the first would be ~30 ms early.
   uint64_t firstEarly = 0;
