@@ -15,12 +15,34 @@ namespace s = schema;
 
 namespace {
 
+// Packed bytes appended straight to the vector returned (kj::VectorOutputStream's buffer and a
+// copy out of it were two allocations more per record).
+class AppendStream final : public kj::OutputStream {
+ public:
+  explicit AppendStream(std::vector<uint8_t>& out) : out_(out) {}
+  void write(const void* buffer, size_t size) override {
+    const auto* p = static_cast<const uint8_t*>(buffer);
+    out_.insert(out_.end(), p, p + size);
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
 std::vector<uint8_t> pack(capnp::MessageBuilder& msg) {
-  kj::VectorOutputStream out;
+  std::vector<uint8_t> bytes;
+  bytes.reserve(capnp::computeSerializedSizeInWords(msg) * sizeof(capnp::word));
+  AppendStream out(bytes);
   capnp::writePackedMessage(out, msg);
-  auto a = out.getArray();
-  return std::vector<uint8_t>(a.begin(), a.end());
+  return bytes;
 }
+
+// The first segment of every record body's message: a body is a few words (a GcBegin, a
+// FrameMark, a MethodDef's name), and MallocMessageBuilder's default first segment is 1024 words
+// calloc'd, then freed, for each record. The builder zeroes what it used when it is destroyed,
+// as its constructor requires. Larger bodies (a RootSet) go on in segments it allocates.
+constexpr size_t kScratchWords = 128;
+thread_local capnp::word t_scratch[kScratchWords] = {};
 
 // Upper bound on the unpacked size of one message (header, index or extended body).
 constexpr size_t kMaxMessageWords = kMaxChunkRaw / sizeof(capnp::word);
@@ -208,7 +230,7 @@ IndexData decodeIndex(std::span<const uint8_t> bytes) {
 // Each encodeBody builds the struct of the same name in heapman.capnp.
 #define HEAPMAN_BODY(Type, ...)                   \
   std::vector<uint8_t> encodeBody(const Type& r) { \
-    capnp::MallocMessageBuilder msg;              \
+    capnp::MallocMessageBuilder msg(t_scratch);   \
     auto b = msg.initRoot<s::Type>();             \
     __VA_ARGS__;                                  \
     return pack(msg);                             \
