@@ -243,8 +243,10 @@ class Writer {
   static constexpr uint64_t kMaxLagNs = 50'000'000;
   uint64_t lagTicks_ = UINT64_MAX / 4;
   uint64_t lastFlushNs_ = 0;
-  // The writer's sleep between rounds (run): kBusySleepNs after a round that wrote records.
-  static constexpr uint64_t kBusySleepNs = 1'000'000, kIdleSleepMaxNs = 8'000'000;
+  // The writer's sleep between rounds (run): kBusySleepNs after a round that wrote kBusyRecords
+  // records or more, longer after quieter ones.
+  static constexpr uint64_t kBusySleepNs = 1'000'000, kIdleSleepMaxNs = 8'000'000,
+                            kBusyRecords = 256;
   uint64_t idleSleepNs_ = kBusySleepNs;
   static constexpr uint64_t kRescanIntervalNs = 500'000'000;
   uint64_t lastRescanNs_ = 0;
