@@ -56,8 +56,8 @@ struct CodeRange {  // [low, high)
 struct State {
   std::atomic<bool> active{false};     // hooks record only while set
   std::atomic<uint64_t> seq{0};        // next global sequence number
-  // Moved by the writer once a round (every 1 ms while records come, up to 8 ms apart when
-  // none do): an allocation that sees it moved since its thread last read the time stamp
+  // Moved by the writer once a round (every 1 ms while many records come, up to 8 ms apart when
+  // few do): an allocation that sees it moved since its thread last read the time stamp
   // counter reads it again (ring.h).
   std::atomic<uint32_t> timeEpoch{0};
   std::atomic<uint32_t> nextThread{0}; // next recorder thread index
