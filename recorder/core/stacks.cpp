@@ -177,7 +177,10 @@ void classifyModules() {
           // where it was and only modules not yet read need their tables read.
           bool counted = size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof pi->dlpi_subs;
           seen.onlyNew = counted && pi->dlpi_subs == done.subs;
-          if (!seen.onlyNew) done = {counted ? pi->dlpi_subs : ~0ull, 0, {}};
+          if (!seen.onlyNew) {  // field by field: no 8 KiB temporary on a hooked thread's stack
+            done.subs = counted ? pi->dlpi_subs : ~0ull;
+            done.count = 0;
+          }
         }
         if (seen.onlyNew && done.has(pi)) return 0;
         if (done.count < Classified::kMax) done.keys[done.count++] = {pi->dlpi_addr, pi->dlpi_phdr};
