@@ -38,7 +38,7 @@ MarkSnapshot::Page* g_page = nullptr;  // the page objects are being added to
 bool g_snapFailed = false;   // out of memory: this collection's snapshot is incomplete
 
 bool startSnapshot(uint32_t gc) {
-  g_snap = static_cast<MarkSnapshot*>(g.spareMarks.exchange(nullptr, std::memory_order_acquire));
+  g_snap = static_cast<MarkSnapshot*>(g.spareMarks.take());
   if (!g_snap) {
     size_t length = MarkSnapshot::bytesFor(1u << 12);
     g_snap = static_cast<MarkSnapshot*>(mapBytes(length));
@@ -102,7 +102,7 @@ bool dumpRoom(size_t bytes) {
 
 bool startDump(uint32_t gc) {
   // The writer hands the last block back: its pages are already faulted in.
-  g_dump = static_cast<RamDump*>(g.spareDump.exchange(nullptr, std::memory_order_acquire));
+  g_dump = static_cast<RamDump*>(g.spareDump.take());
   if (!g_dump) {
     size_t length = size_t{1} << 20;
     g_dump = static_cast<RamDump*>(mapBytes(length));
@@ -116,12 +116,10 @@ bool startDump(uint32_t gc) {
   return true;
 }
 
-// A dump block not sent to the writer goes back to State::spareDump for the next dump (a block
-// the writer handed back meanwhile is unmapped).
+// A dump block not sent to the writer goes back to State::spareDump for the next dump (unmapped
+// if two are kept there already).
 void keepDumpBlock() {
-  if (g_dump)
-    if (auto* old = static_cast<RamDump*>(g.spareDump.exchange(g_dump, std::memory_order_acq_rel)))
-      munmap(old, old->mapLength);
+  if (g_dump && !g.spareDump.give(g_dump)) munmap(g_dump, g_dump->mapLength);
   g_dump = nullptr;
 }
 

@@ -86,8 +86,7 @@ void Writer::convert(Ring* r, RawEvent* e) {
       std::vector<uint64_t> collected;
       tracked_.sweep(*snap, g.gcDebugOffset.load(std::memory_order_relaxed), collected);
       log_->write(Collected{static_cast<uint32_t>(e->b), std::move(collected)});
-      if (auto* old = static_cast<MarkSnapshot*>(g.spareMarks.exchange(snap, std::memory_order_acq_rel)))
-        munmap(old, old->mapLength);
+      if (!g.spareMarks.give(snap)) munmap(snap, snap->mapLength);
       break;
     }
     case Kind::kRootRange:
@@ -147,8 +146,7 @@ void Writer::convert(Ring* r, RawEvent* e) {
       ramDumps_.count++;
       ramDumps_.copyNs += d->copyNs;
       ramDumps_.bytes += d->copyBytes;
-      if (auto* old = static_cast<RamDump*>(g.spareDump.exchange(d, std::memory_order_acq_rel)))
-        munmap(old, old->mapLength);
+      if (!g.spareDump.give(d)) munmap(d, d->mapLength);
       break;
     }
     case Kind::kTypeDef:

@@ -25,7 +25,7 @@ static_assert(sizeof(RootSetEntry) == 24);
 // write under the lock) and the ranges' bytes. The hooks fill it under the collector's lock: the
 // object list while the collector lists its marked objects, the bytes with one memcpy per run of
 // adjacent objects. The writer thread hashes, deduplicates and compresses the segments off that
-// lock, then hands the block back through State::spareDump for the next dump.
+// lock, then hands the block back through State::spareDump for a later dump.
 struct RamDump {
   struct Object {
     uint64_t address;

@@ -166,8 +166,25 @@ struct State {
   char monoVersion[64] = {};           // set when the program is Mono (hooks/mono/init.cpp)
   int8_t gcInteriorPointers = -1;      // libgc's GC_all_interior_pointers at start; -1: unknown
   bool recordNative = true;            // glibc malloc family (off in Mono unless asked for)
-  std::atomic<void*> spareDump{nullptr};  // a used RamDump block for the next dump (gc_events.h)
-  std::atomic<void*> spareMarks{nullptr}; // a used MarkSnapshot block for the next collection
+  // Used blocks the writer hands back to the collector layer: two of each kept, so that a
+  // collection that comes while the writer still holds the last block takes the one before it,
+  // its pages faulted in already, instead of faulting new pages in under the collector's lock.
+  struct SpareBlocks {
+    std::atomic<void*> slot[2] = {};
+    void* take() {
+      for (auto& s : slot)
+        if (void* p = s.exchange(nullptr, std::memory_order_acquire)) return p;
+      return nullptr;
+    }
+    bool give(void* block) {  // false: both kept already (the caller unmaps it)
+      for (auto& s : slot)
+        if (void* none = nullptr; s.compare_exchange_strong(none, block, std::memory_order_acq_rel))
+          return true;
+      return false;
+    }
+  };
+  SpareBlocks spareDump;   // RamDump blocks for the next dumps (gc_events.h)
+  SpareBlocks spareMarks;  // MarkSnapshot blocks for the next collections
   std::atomic<uint64_t> gcDebugOffset{0}; // GC_debug_* objects: recorded address - object start
 };
 extern State g;
