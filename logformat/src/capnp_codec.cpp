@@ -280,6 +280,67 @@ HEAPMAN_BODY(GcHandle, b.setHandle(r.handle);
 HEAPMAN_BODY(Finalize, b.setAddress(r.address))
 #undef HEAPMAN_BODY
 
+namespace {
+
+// Cap'n Proto's packing of a flat message, the same choices as capnp::writePackedMessage: a tag
+// byte per word (bit i: byte i is not zero) and the nonzero bytes; after a zero word the count of
+// zero words that follow it; after a word with no zero byte the count of the following words
+// that have at most one zero byte, written as they are.
+size_t packWords(const uint64_t* words, size_t n, uint8_t* out) {
+  uint8_t* o = out;
+  for (size_t i = 0; i < n;) {
+    uint8_t b[8];
+    std::memcpy(b, &words[i], 8);
+    uint8_t* tag = o++;
+    *tag = 0;
+    for (int k = 0; k < 8; ++k)
+      if (b[k]) *tag |= static_cast<uint8_t>(1u << k), *o++ = b[k];
+    ++i;
+    if (*tag == 0) {
+      size_t run = 0;
+      while (i < n && words[i] == 0 && run < 255) ++i, ++run;
+      *o++ = static_cast<uint8_t>(run);
+    } else if (*tag == 0xff) {
+      size_t start = i;
+      while (i < n && i - start < 255) {
+        int zeros = 0;
+        for (int k = 0; k < 8; ++k) zeros += ((words[i] >> (8 * k)) & 0xff) == 0;
+        if (zeros >= 2) break;
+        ++i;
+      }
+      *o++ = static_cast<uint8_t>(i - start);
+      std::memcpy(o, &words[start], (i - start) * 8);
+      o += (i - start) * 8;
+    }
+  }
+  return static_cast<size_t>(o - out);
+}
+
+// A one-segment message whose root is a struct of `dataWords` data words and no pointers: the
+// segment table (one segment of 1 + dataWords words), the root pointer, the data.
+size_t packFlatStruct(const uint64_t* data, uint16_t dataWords, uint8_t* out) {
+  uint64_t words[2 + 4];
+  words[0] = (uint64_t{1} + dataWords) << 32;  // segment count - 1 = 0, then its size in words
+  words[1] = uint64_t{dataWords} << 32;      // struct pointer: offset 0, data words, no pointers
+  std::memcpy(words + 2, data, dataWords * sizeof(uint64_t));
+  return packWords(words, 2u + dataWords, out);
+}
+
+}  // namespace
+
+// GcHandle's data section (heapman.capnp): handle (bits 0-31), type (32-47), created (bit 48),
+// address (word 1).
+size_t encodeSmallBody(const GcHandle& r, uint8_t* out) {
+  const uint64_t type = std::min<uint8_t>(static_cast<uint8_t>(r.type), 4);
+  const uint64_t data[2] = {r.handle | type << 32 | uint64_t{r.created} << 48, r.address};
+  return packFlatStruct(data, 2, out);
+}
+
+size_t encodeSmallBody(const Finalize& r, uint8_t* out) {
+  const uint64_t data[1] = {r.address};
+  return packFlatStruct(data, 1, out);
+}
+
 std::optional<Record> decodeBody(uint32_t kind, const EventCommon& ev,
                                  std::span<const uint8_t> bytes) {
   if (kind == 0 || kind > kExtKindMax) return std::nullopt;

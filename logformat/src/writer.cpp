@@ -408,7 +408,7 @@ void LogWriter::write(const Collected& r) {
 }
 
 void LogWriter::writeExtended(ExtKind kind, const EventCommon* ev,
-                              const std::vector<uint8_t>& body) {
+                              std::span<const uint8_t> body) {
   Impl& d = *impl_;
   if (ev) beginEvent(*ev);
   if (kind == ExtKind::kModuleLoad || kind == ExtKind::kJitRange || kind == ExtKind::kMethodDef)
@@ -475,12 +475,14 @@ void LogWriter::write(const Lost& r) {
 
 void LogWriter::write(const GcHandle& r) {
   if (!ok_ || finished_) return;
-  writeExtended(ExtKind::kGcHandle, &r.ev, detail::encodeBody(r));
+  uint8_t body[detail::kSmallBodyMax];
+  writeExtended(ExtKind::kGcHandle, &r.ev, {body, detail::encodeSmallBody(r, body)});
 }
 
 void LogWriter::write(const Finalize& r) {
   if (!ok_ || finished_) return;
-  writeExtended(ExtKind::kFinalize, &r.ev, detail::encodeBody(r));
+  uint8_t body[detail::kSmallBodyMax];
+  writeExtended(ExtKind::kFinalize, &r.ev, {body, detail::encodeSmallBody(r, body)});
 }
 
 void LogWriter::write(const Record& r) {

@@ -126,7 +126,7 @@ class LogWriter {
     return h == HeapKind::kGcNormal || h == HeapKind::kGcAtomic || h == HeapKind::kGcj ||
            h == HeapKind::kGcTyped || h == HeapKind::kManaged;
   }
-  void writeExtended(ExtKind kind, const EventCommon* ev, const std::vector<uint8_t>& body);
+  void writeExtended(ExtKind kind, const EventCommon* ev, std::span<const uint8_t> body);
   void flushRecords();
   void flushRam();
   void putRam(SegmentKind kind, uint32_t gcNumber, uint64_t address, uint64_t length,
