@@ -24,6 +24,13 @@ void* mapBytes(size_t n) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
+size_t copyOwnMemory(uint8_t* to, uint64_t low, uint64_t size) {
+  iovec local{to, static_cast<size_t>(size)};
+  iovec remote{reinterpret_cast<void*>(low), static_cast<size_t>(size)};
+  ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+  return got > 0 ? static_cast<size_t>(got) : 0;
+}
+
 namespace {
 
 Collector g_collector;
@@ -37,6 +44,13 @@ size_t g_snapCap = 0;        // pages g_snap has room for
 MarkSnapshot::Page* g_page = nullptr;  // the page objects are being added to
 bool g_snapFailed = false;   // out of memory: this collection's snapshot is incomplete
 
+// The snapshot emptied: at its start, and when a walk is abandoned to start again.
+void clearSnapshot() {
+  g_snap->count = 0;
+  g_page = nullptr;
+  g_snapFailed = false;
+}
+
 bool startSnapshot(uint32_t gc) {
   g_snap = static_cast<MarkSnapshot*>(g.spareMarks.take());
   if (!g_snap) {
@@ -47,9 +61,7 @@ bool startSnapshot(uint32_t gc) {
   }
   g_snapCap = (g_snap->mapLength - sizeof(MarkSnapshot)) / sizeof(MarkSnapshot::Page);
   g_snap->gcNumber = gc;
-  g_snap->count = 0;
-  g_page = nullptr;
-  g_snapFailed = false;
+  clearSnapshot();
   return true;
 }
 
@@ -100,6 +112,13 @@ bool dumpRoom(size_t bytes) {
   return true;
 }
 
+// The dump emptied: at its start, and when a walk is abandoned to start again.
+void clearDump() {
+  g_dump->objectCount = 0;
+  g_dump->rangeCount = 0;
+  g_dumpObjectBytes = 0;
+}
+
 bool startDump(uint32_t gc) {
   // The writer hands the last block back: its pages are already faulted in.
   g_dump = static_cast<RamDump*>(g.spareDump.take());
@@ -110,9 +129,7 @@ bool startDump(uint32_t gc) {
     g_dump->mapLength = length;
   }
   g_dump->gcNumber = gc;
-  g_dump->objectCount = 0;
-  g_dump->rangeCount = 0;
-  g_dumpObjectBytes = 0;
+  clearDump();
   return true;
 }
 
@@ -439,15 +456,6 @@ const StoppedStack* findStopped(uint64_t high) {
   return nullptr;
 }
 
-// [low, low + size) of this process into `to`: through the kernel, which reports a fault instead
-// of raising one (a root may be unregistered late, a stack unmapped). The bytes copied, or 0.
-size_t copyOwnMemory(uint8_t* to, uint64_t low, uint64_t size) {
-  iovec local{to, static_cast<size_t>(size)};
-  iovec remote{reinterpret_cast<void*>(low), static_cast<size_t>(size)};
-  ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-  return got > 0 ? static_cast<size_t>(got) : 0;
-}
-
 // Policy event:NAME (State::ramDumps): a NAME event came since the last dump.
 std::atomic<bool> g_dumpRequested{false};
 
@@ -486,14 +494,9 @@ void emitMarks(Ring* r, uint32_t gc, bool forDump) {
       g_libgcBlocks = LibgcBlocks::kOff;
       byBlock = false;
       // Start again: nothing of the walk is kept.
-      g_snap->count = 0;
-      g_page = nullptr;
-      g_snapFailed = false;
+      clearSnapshot();
       g_forDump = dumping;
-      if (dumping) {
-        g_dump->objectCount = 0;
-        g_dumpObjectBytes = 0;
-      }
+      if (dumping) clearDump();
     }
     if (!byBlock) g_collector.enumerateReachable(onReachable, nullptr);
     if (byBlock && g_compareMarks && !g_snapFailed) compareWithEnumeration();

@@ -58,6 +58,11 @@ extern __thread bool t_inCallback HEAPMAN_TLS;
 // mmap'd memory: never a hooked heap.
 void* mapBytes(size_t n);
 
+// [low, low + size) of this process into `to`: through the kernel, which reports a fault instead
+// of raising one (a root may be unregistered late, a stack unmapped, a pointer read from libgc's
+// tables may lead nowhere). The bytes copied, or 0.
+size_t copyOwnMemory(uint8_t* to, uint64_t low, uint64_t size);
+
 // Once, before the first collection: the collector, the RAM dump policy (HEAPMAN_RAM_DUMPS).
 void initTracking(const Collector& c);
 

@@ -1,10 +1,9 @@
 // libgc's header table found and walked (libgc_headers.h).
 #include "libgc_headers.h"
 
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
+
+#include "gc_tracking.h"
 
 namespace heapman::rec::gc::libgc {
 
@@ -12,9 +11,7 @@ namespace {
 
 // `size` bytes at `address` into `to` through the kernel: false where any of it is not readable.
 bool readSafely(void* to, uint64_t address, size_t size) {
-  iovec local{to, size};
-  iovec remote{reinterpret_cast<void*>(address), size};
-  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(size);
+  return copyOwnMemory(static_cast<uint8_t*>(to), address, size) == size;
 }
 
 bool readWord(uint64_t address, uint64_t& out) {
