@@ -150,6 +150,18 @@ void requireRecorded(const Recording& r, int expectedStatus) {
   for (const std::string& l : lines(r.programErr)) CHECK(l.rfind("heaprec", 0) != 0);
 }
 
+Recording recordWithStats(const TempDir& dir, const std::string& name,
+                          const std::vector<std::string>& prog,
+                          const std::vector<std::string>& options) {
+  ::setenv("HEAPMAN_STATS", "1", 1);
+  Recording rec = record(dir, name, prog, options);
+  ::unsetenv("HEAPMAN_STATS");
+  INFO(rec.describe());
+  REQUIRE(rec.result.status == 0);
+  REQUIRE(rec.hasWroteLine);
+  return rec;
+}
+
 std::optional<EventCommon> eventOf(const Record& r) {
   return std::visit(
       [](const auto& x) -> std::optional<EventCommon> {

@@ -70,6 +70,12 @@ Recording recordTo(const TempDir& dir, const std::string& name, const std::strin
                    const std::vector<std::string>& options = {});
 // Requires that heaprec ran PROG to the expected exit status and reported its log on one line.
 void requireRecorded(const Recording& r, int expectedStatus = 0);
+// record() with HEAPMAN_STATS=1 (the recorder's counts, heaprec lines on stderr besides its
+// report), required to have run PROG to status 0 and reported its log: requireRecorded but for
+// those lines.
+Recording recordWithStats(const TempDir& dir, const std::string& name,
+                          const std::vector<std::string>& prog,
+                          const std::vector<std::string>& options = {});
 
 // Every record of a log, in log order. Checks on the way that each custom event's name was
 // defined (LogString) before it and that no string or stack node id is redefined differently.
