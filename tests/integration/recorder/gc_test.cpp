@@ -134,17 +134,15 @@ std::string checkAgainstTruth(unsigned threads, unsigned perThread, const char* 
                               const char* gcMarks = nullptr,
                               const std::vector<std::string>& options = {}) {
   TempDir dir;
-  if (ringMb) setenv("HEAPMAN_RING_MB", ringMb, 1);
-  if (gcMarks) setenv("HEAPMAN_GC_MARKS", gcMarks, 1);
   const std::vector<std::string> prog = {HMREC_PROG_GC_TRUTH, std::to_string(threads),
                                          std::to_string(perThread)};
-  Recording rec = gcMarks ? recordWithStats(dir, "gc_truth", prog, options)
-                          : record(dir, "gc_truth", prog, options);
-  if (ringMb) unsetenv("HEAPMAN_RING_MB");
-  if (gcMarks)
-    unsetenv("HEAPMAN_GC_MARKS");
-  else
-    requireRecorded(rec);
+  Recording rec;
+  {
+    ScopedEnv ring("HEAPMAN_RING_MB", ringMb), marks("HEAPMAN_GC_MARKS", gcMarks);
+    rec = gcMarks ? recordWithStats(dir, "gc_truth", prog, options)
+                  : record(dir, "gc_truth", prog, options);
+  }
+  if (!gcMarks) requireRecorded(rec);
   Truth truth = parseTruth(rec.result.out);
   Seen seen = readGcLog(rec.logPath);
   REQUIRE(truth.tracked > 0);

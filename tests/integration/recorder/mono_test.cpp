@@ -308,9 +308,11 @@ TEST_CASE("mono: the sample game's output is unchanged, with and without stacks"
   CHECK(withStack * 10 >= withStacks.allocs.size() * 9);
   // Methods that cannot allocate are left uninstrumented (hooks/mono/stacks.cpp, mayAllocate): the stacks of
   // the game's own objects are the same as with every method instrumented.
-  setenv("HEAPMAN_MONO_ALL_METHODS", "1", 1);
-  Recording all = record(dir, "game_all", {kMono, HMREC_MONO_GAME, "3", "200"});
-  unsetenv("HEAPMAN_MONO_ALL_METHODS");
+  Recording all;
+  {
+    ScopedEnv allMethods("HEAPMAN_MONO_ALL_METHODS", "1");
+    all = record(dir, "game_all", {kMono, HMREC_MONO_GAME, "3", "200"});
+  }
   requireRecorded(all);
   ManagedLog everyMethod = readManagedLog(all.logPath);
   auto stacksOf = [](const ManagedLog& m) {
@@ -534,10 +536,6 @@ WalkCounts walkCounts(const std::string& err) {
     return c;
   return {f, b, s, d, true};
 }
-struct WalkEnv {
-  WalkEnv() { setenv("HEAPMAN_MONO_WALK", "check", 1); }
-  ~WalkEnv() { unsetenv("HEAPMAN_MONO_WALK"); }
-};
 }  // namespace
 
 TEST_CASE("mono: a stack the fast walk proves is the runtime's own walk", "[recorder][mono]") {
@@ -546,7 +544,7 @@ TEST_CASE("mono: a stack the fast walk proves is the runtime's own walk", "[reco
   REQUIRE(plain.status == 0);
   Recording rec;
   {
-    WalkEnv walk;
+    ScopedEnv walk("HEAPMAN_MONO_WALK", "check");
     rec = record(dir, "game", {kMono, HMREC_MONO_GAME, "3", "200"});
   }
   // Not requireRecorded: the walk counts are one more heaprec line.
@@ -564,7 +562,7 @@ TEST_CASE("mono: a stack the fast walk proves is the runtime's own walk", "[reco
   const std::string sources = HMREC_MONO_SOURCES;
   Recording mcs;
   {
-    WalkEnv walk;
+    ScopedEnv walk("HEAPMAN_MONO_WALK", "check");
     mcs = record(dir, "mcs", {kMono, HMREC_MCS_EXE, "-out:" + dir.file("game.exe"),
                               sources + "/Game.cs", sources + "/HeapMan.cs"});
   }

@@ -41,7 +41,7 @@ std::vector<std::string> outputCommand(const std::string& mode, int code) {
 
 TEST_CASE("output: stdout stderr arguments environment and exit status 7 unchanged",
           "[recorder][output]") {
-  ::setenv("HEAPMAN_TEST_ECHO", "echo value with spaces", 1);
+  ScopedEnv echo("HEAPMAN_TEST_ECHO", "echo value with spaces");
   TempDir dir;
   RunResult plain = run(dir, "plain", outputCommand("exit", 7));
   REQUIRE(plain.status == 7);

@@ -150,12 +150,29 @@ void requireRecorded(const Recording& r, int expectedStatus) {
   for (const std::string& l : lines(r.programErr)) CHECK(l.rfind("heaprec", 0) != 0);
 }
 
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (!value) return;
+  if (const char* was = ::getenv(name)) before_ = was;
+  ::setenv(name, value, 1);
+  set_ = true;
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (!set_) return;
+  if (before_)
+    ::setenv(name_.c_str(), before_->c_str(), 1);
+  else
+    ::unsetenv(name_.c_str());
+}
+
 Recording recordWithStats(const TempDir& dir, const std::string& name,
                           const std::vector<std::string>& prog,
                           const std::vector<std::string>& options) {
-  ::setenv("HEAPMAN_STATS", "1", 1);
-  Recording rec = record(dir, name, prog, options);
-  ::unsetenv("HEAPMAN_STATS");
+  Recording rec;
+  {
+    ScopedEnv stats("HEAPMAN_STATS", "1");
+    rec = record(dir, name, prog, options);
+  }
   INFO(rec.describe());
   REQUIRE(rec.result.status == 0);
   REQUIRE(rec.hasWroteLine);

@@ -39,6 +39,21 @@ class TempDir {
   std::string path_;
 };
 
+// Sets an environment variable (`value` nullptr: leaves it as it is) for the scope's length, and
+// puts back what it was, also when a REQUIRE leaves the scope early.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> before_;
+  bool set_ = false;
+};
+
 struct RunResult {
   int status = -1;  // exit status, or 128 + signal number when killed by a signal
   int signal = 0;   // the signal that killed it, 0 when it exited
