@@ -50,11 +50,24 @@ std::string NamedFrame::location() const {
 // ---- FrameNamer ---------------------------------------------------------------------------------
 
 FrameNamer::FrameNamer(const LogTables& tables, bool symbolize, const LogCode* code)
-    : t_(tables), code_(code), symbolize_(symbolize) {
-#ifdef HEAPMAN_HAVE_SYMBOLIZER
-  if (symbolize_) sym_ = std::make_unique<Symbolizer>();
-#endif
+    : FrameNamer(tables, SymbolSettings{.symbolize = symbolize}, code) {}
+
+FrameNamer::FrameNamer(const LogTables& tables, const SymbolSettings& settings,
+                       const LogCode* code)
+    : t_(tables), code_(code), settings_(settings) {
+  makeSymbolizer();
   sync();
+}
+
+void FrameNamer::makeSymbolizer() {
+  naming_.clear();
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  if (!settings_.symbolize) return;
+  SymbolizerOptions o;
+  o.debugDirs = settings_.debugDirs;
+  o.pathMaps = settings_.pathMaps;
+  sym_ = std::make_unique<Symbolizer>(std::move(o));
+#endif
 }
 
 // The tables of a lazily indexed replay grow as its pass goes on (Replay::indexed()): modules
@@ -64,9 +77,7 @@ void FrameNamer::sync() {
   if (modules().size() == modulesSeen_ && jitRanges().size() == jitSeen_) return;
   if (modules().size() < modulesSeen_ || jitRanges().size() < jitSeen_) {  // tables rebuilt
     cache_.clear();
-#ifdef HEAPMAN_HAVE_SYMBOLIZER
-    if (symbolize_) sym_ = std::make_unique<Symbolizer>();
-#endif
+    makeSymbolizer();
     modulesSeen_ = 0;
   }
   if (jitRanges().size() != jitSeen_) {
@@ -167,9 +178,33 @@ std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
     for (const SourceFrame& f : s.frames)
       out.push_back({f.function.empty() ? s.label() : f.function, mod, f.file, f.line});
     if (out.empty()) out.push_back({s.label(), mod, "", 0});
+    if (s.module >= 0) {
+      ModuleNaming& n = naming_.try_emplace(s.module, ModuleNaming{.order = naming_.size()}).first->second;
+      bool named = std::any_of(s.frames.begin(), s.frames.end(),
+                               [](const SourceFrame& f) { return !f.function.empty(); });
+      ++(named ? n.named : n.unnamed);
+      if (!named && n.problem.empty()) n.problem = s.problem;
+    }
   }
 #endif
   if (out.empty()) out = nativeFallback(address);
+  return out;
+}
+
+std::vector<UnnamedModule> FrameNamer::unnamedModules() const {
+  std::vector<std::pair<size_t, UnnamedModule>> found;
+#ifdef HEAPMAN_HAVE_SYMBOLIZER
+  if (sym_)
+    for (const auto& [module, n] : naming_)
+      if (n.named == 0 && n.unnamed > 0 && static_cast<size_t>(module) < sym_->modules().size())
+        found.push_back({n.order, {sym_->modules()[static_cast<size_t>(module)].path,
+                                   n.problem.empty() ? "no symbol covers its addresses" : n.problem,
+                                   n.unnamed}});
+#endif
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<UnnamedModule> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
   return out;
 }
 

@@ -33,6 +33,22 @@ namespace heapman::replay {
 
 class Symbolizer;
 
+// How native frames are named, and where a log recorded on another machine (or in another root)
+// finds its modules' files and their separate debug files.
+struct SymbolSettings {
+  bool symbolize = true;  // false: module+offset names only, no DWARF or symbol-table lookups
+  std::vector<std::string> debugDirs;  // looked in first for DIR/.build-id/xx/rest.debug
+  // A module path starting with `first` is looked up with that prefix replaced by `second`.
+  std::vector<std::pair<std::string, std::string>> pathMaps;
+};
+
+// A module whose frames an answer named, none by a function (module+0xoffset each), and why.
+struct UnnamedModule {
+  std::string path;     // as recorded
+  std::string problem;  // "module file not found", "build id differs", "no debug info and no symbol", ...
+  uint64_t frames = 0;  // distinct addresses named so
+};
+
 struct NamedFrame {
   std::string function;  // demangled name, method name, or module+0xoffset / 0xaddress
   std::string module;    // file name of the module ("[managed]" for managed frames; "" unknown)
@@ -47,6 +63,8 @@ class FrameNamer {
   // code records while `tables` hold a prefix of it (Replay::codeAhead()), else null: modules,
   // JIT ranges and methods are then `tables`'.
   FrameNamer(const LogTables& tables, bool symbolize = true, const LogCode* code = nullptr);
+  FrameNamer(const LogTables& tables, const SymbolSettings& settings,
+             const LogCode* code = nullptr);
   ~FrameNamer();
   FrameNamer(const FrameNamer&) = delete;
   FrameNamer& operator=(const FrameNamer&) = delete;
@@ -65,6 +83,10 @@ class FrameNamer {
   // rescan), so the whole log could name that frame otherwise. (Not so with `code`: it holds
   // every module of the log.)
   bool namedOutsideModules() const { return outside_; }
+  // The modules whose frames were named so far (frames(), codeAt()) without one function name
+  // among them, in the order first met: what a user needs to be told (a module some of whose
+  // addresses no symbol covers, like libc's static functions, is not one of them).
+  std::vector<UnnamedModule> unnamedModules() const;
 
  private:
   const LogTables& t_;
@@ -76,7 +98,7 @@ class FrameNamer {
   const std::vector<log::JitRange>& jitRanges() const {
     return code_ ? code_->jitRanges : t_.jitRanges;
   }
-  bool symbolize_;
+  SymbolSettings settings_;
   size_t modulesSeen_ = 0, jitSeen_ = 0;  // of t_'s, taken in
   bool outside_ = false;
   std::unique_ptr<Symbolizer> sym_;
@@ -86,6 +108,15 @@ class FrameNamer {
   std::vector<NamedFrame> nativeFrames(uint64_t address);
   const log::JitRange* jitRange(uint64_t address) const;
   std::vector<std::pair<uint64_t, size_t>> jitByStart_;  // (code start, index in jitRanges)
+  // Per module index of the Symbolizer: addresses named by a function, and those not (with the
+  // first problem given).
+  struct ModuleNaming {
+    uint64_t named = 0, unnamed = 0;
+    std::string problem;
+    size_t order = 0;
+  };
+  std::unordered_map<int32_t, ModuleNaming> naming_;
+  void makeSymbolizer();
 };
 
 // A user's regex (exclusions, --type, --function) in RE2 syntax, byte-wise (Latin-1, as
