@@ -35,7 +35,7 @@ void options(po::options_description& o, po::positional_options_description&) {
 store::RunSummary summaryOf(const std::string& log, const VerbOptions& vm,
                             const replay::Exclusions& ex, const store::SummaryOptions& so,
                             std::vector<std::string>& warnings) {
-  auto s = Session::open(log, !vm.count("no-symbols"));
+  auto s = Session::open(log, symbolSettingsOf(vm));
   if (s->replay->damage())
     throw std::runtime_error(log + " is damaged (" + s->replay->damage()->what() +
                              "); run `heapman verify " + log + "` for details");

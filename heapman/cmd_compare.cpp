@@ -25,7 +25,7 @@ void options(po::options_description& o, po::positional_options_description& pos
 int run(Session& s, const VerbOptions& vm) {
   if (!vm.count("other")) throw UsageError("no other log to compare with");
   replay::Exclusions ex = exclusionsOf(vm);
-  auto other = Session::open(vm["other"].as<std::string>(), s.symbolize);
+  auto other = Session::open(vm["other"].as<std::string>(), s.symbols);
   uint64_t pa = pointOf(s, vm, "at", "end");
   uint64_t pb = vm.count("at-b") ? pointOf(*other, vm, "at-b") : pointOf(*other, vm, "at", "end");
   replay::Attribution aa(s.replay->tables(), *s.namer, ex);

@@ -51,7 +51,7 @@ int run(const std::string& first, const VerbOptions& vm) {
   if (vm.count("at-each")) so.repeatingEvent = vm["at-each"].as<std::string>();
   so.top = topOf(vm);
   replay::Exclusions ex = exclusionsOf(vm);
-  bool symbolize = !vm.count("no-symbols");
+  replay::SymbolSettings symbols = symbolSettingsOf(vm);
   bool allowPartial = vm.count("allow-partial") > 0;
   OutputOptions out = outputOptions(vm);
 
@@ -59,7 +59,7 @@ int run(const std::string& first, const VerbOptions& vm) {
   std::vector<store::RunSummary> summaries;
   std::vector<std::string> warnings;
   for (const std::string& log : logs) {
-    auto s = Session::open(log, symbolize);
+    auto s = Session::open(log, symbols);
     if (s->replay->damage())
       throw std::runtime_error(log + " is damaged (" + s->replay->damage()->what() +
                                "): nothing was written; run `heapman verify " + log +

@@ -15,7 +15,7 @@ void options(po::options_description& o, po::positional_options_description& pos
       "depth", po::value<uint32_t>()->default_value(1)->value_name("N"), "levels to follow");
   pos.add("address", 1);
   addTopOption(o, 1000);
-  addNoSymbolsOption(o);  // the rows name types, not functions: no exclusions
+  addSymbolOptions(o);  // the rows name types, not functions: no exclusions
   addOutputOptions(o);
 }
 

@@ -111,7 +111,7 @@ int run(Session& s, const VerbOptions& vm) {
   sections(s, 0, scanner);
   int rc = kExitOk;
   if (vm.count("compare")) {
-    auto other = Session::open(vm["compare"].as<std::string>(), s.symbolize);
+    auto other = Session::open(vm["compare"].as<std::string>(), s.symbols);
     for (const std::string& p : o.points) other->replay->resolve(p);
     std::optional<map::LogScanner> otherScanner;
     if (fo.maxFrames && !other->replay->tables().seriesIndexed)

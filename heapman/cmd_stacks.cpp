@@ -15,7 +15,7 @@ void options(po::options_description& o, po::positional_options_description&) {
       "garbage over a range: its end (default: end)")(
       "objects", "count objects instead of bytes")(
       "output,o", po::value<std::string>()->value_name("FILE"), "write to FILE (default: stdout)");
-  addNoSymbolsOption(o);
+  addSymbolOptions(o);
 }
 
 int run(Session& s, const VerbOptions& vm) {

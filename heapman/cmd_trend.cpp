@@ -82,7 +82,7 @@ int run(const std::string& log, const VerbOptions& vm) {
   if (log.empty() && vm.count("at-each"))
     throw UsageError("--at-each has an effect only with a LOG (heapman trend LOG --store ...)");
   if (!log.empty()) {
-    auto s = Session::open(log, !vm.count("no-symbols"));
+    auto s = Session::open(log, symbolSettingsOf(vm));
     if (s->replay->damage())
       throw std::runtime_error(log + " is damaged (" + s->replay->damage()->what() +
                                "); run `heapman verify " + log + "` for details");

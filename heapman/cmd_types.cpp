@@ -67,6 +67,8 @@ extern const Verb kTypesVerb{
     .needs = {{"exclude", "since"},
               {"exclude-add", "since"},
               {"no-symbols", "since"},
+              {"debug-dir", "since"},
+              {"path-map", "since"},
               {"table", "csv"}},
     .renamed = {{.old = "compare", .now = "since"}},
     .prefixOnly = true};

@@ -31,7 +31,9 @@ inline void addMapOptions(po::options_description& o) {
 // For the verbs' table: the frame options apply with --color function only.
 inline constexpr Needs kMapNeeds[] = {{"exclude", "color=function"},
                                       {"exclude-add", "color=function"},
-                                      {"no-symbols", "color=function"}};
+                                      {"no-symbols", "color=function"},
+                                      {"debug-dir", "color=function"},
+                                      {"path-map", "color=function"}};
 
 // The renderer's options; UsageError for bad ones.
 inline map::MapOptions mapOptionsOf(const VerbOptions& vm, const Session& s) {

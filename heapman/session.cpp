@@ -94,13 +94,14 @@ bool Session::holdsMemory() const {
   return false;
 }
 
-std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
+std::unique_ptr<Session> Session::open(const std::string& path,
+                                       const replay::SymbolSettings& symbols,
                                        const std::atomic<bool>* cancel, bool useIndex,
                                        bool lazy, bool follow,
                                        const replay::ReplayOptions* index) {
   auto s = std::make_unique<Session>();
   s->path = path;
-  s->symbolize = symbolize;
+  s->symbols = symbols;
   replay::ReplayOptions o;
   if (index) {
     o.indexPath = index->indexPath;
@@ -122,8 +123,46 @@ std::unique_ptr<Session> Session::open(const std::string& path, bool symbolize,
     throw std::runtime_error(path + ": " + e.what());
   }
   s->progress->finish();
-  s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), symbolize);
+  s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), symbols);
   return s;
+}
+
+replay::SymbolSettings symbolSettingsOf(const VerbOptions& vm) {
+  replay::SymbolSettings o;
+  o.symbolize = !vm.count("no-symbols");
+  if (vm.count("debug-dir")) o.debugDirs = vm["debug-dir"].as<std::vector<std::string>>();
+  if (vm.count("path-map"))
+    for (const std::string& m : vm["path-map"].as<std::vector<std::string>>()) {
+      size_t eq = m.find('=');
+      if (eq == 0 || eq == std::string::npos || eq + 1 == m.size())
+        throw UsageError("--path-map '" + m + "': give FROM=TO, a directory the log names and " +
+                         "where its files are here (e.g. --path-map /usr/lib=/mnt/device/usr/lib)");
+      o.pathMaps.emplace_back(m.substr(0, eq), m.substr(eq + 1));
+    }
+  return o;
+}
+
+void noteUnnamedModules(Session& s) {
+  if (consoleCaptured()) return;  // a server's worker: its answers are its output
+  for (const replay::UnnamedModule& m : s.namer->unnamedModules()) {
+    if (!s.toldUnnamed.insert(m.path).second) continue;
+    const std::string& why = m.problem;
+    std::string hint;
+    if (why == "module file not found" || why.rfind("cannot open module file", 0) == 0 ||
+        why == "module path is not a regular file")
+      hint = "recorded on another machine? --path-map FROM=TO looks for it under TO";
+    else if (why.rfind("build id differs", 0) == 0)
+      hint = "the file here is not the build that was recorded: --path-map FROM=TO to a copy of "
+             "that build, or --debug-dir DIR with its debug file";
+    else if (why == "no debug info and no symbol")
+      hint = "it is stripped: install its debug symbols (Debian: its -dbgsym package) or give "
+             "--debug-dir DIR holding DIR/.build-id/xx/rest.debug";
+    std::string name = fs::path(m.path).filename().string();
+    std::fprintf(stderr, "heapman: %llu frame%s in %s (%s) named module+offset: %s%s%s\n",
+                 static_cast<unsigned long long>(m.frames), m.frames == 1 ? "" : "s",
+                 name.c_str(), m.path.c_str(), why.c_str(), hint.empty() ? "" : "; ",
+                 hint.c_str());
+  }
 }
 
 // ---- shared options -----------------------------------------------------------------------------

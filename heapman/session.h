@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,10 @@ struct Session {
   std::unique_ptr<replay::Replay> replay;
   std::unique_ptr<replay::FrameNamer> namer;
   std::shared_ptr<ProgressBar> progress;
-  bool symbolize = true;  // false: --no-symbols (a second log the verb opens is named alike)
+  // --no-symbols, --debug-dir, --path-map (a second log the verb opens is named alike).
+  replay::SymbolSettings symbols;
+  // Modules the user was told have no names for their frames (noteUnnamedModules), by path.
+  std::set<std::string> toldUnnamed;
 
   // Opens a log and its index (building it with a progress bar when needed). Throws.
   // `cancel`: when it reads true, the index build or a later seek throws replay::Interrupted.
@@ -52,7 +56,8 @@ struct Session {
   // (ReplayOptions::follow).
   // `index`: where the index file is and how dense its checkpoints (indexPath, checkpointEvents,
   // indexShare are taken from it); the default one otherwise.
-  static std::unique_ptr<Session> open(const std::string& path, bool symbolize,
+  static std::unique_ptr<Session> open(const std::string& path,
+                                       const replay::SymbolSettings& symbols,
                                        const std::atomic<bool>* cancel = nullptr,
                                        bool useIndex = true, bool lazy = false,
                                        bool follow = false,
@@ -62,6 +67,10 @@ struct Session {
 };
 
 // Reading the shared options (verbs.h declares them).
+replay::SymbolSettings symbolSettingsOf(const VerbOptions& vm);
+// After a command: one line on stderr for each module whose frames the answer named only by
+// module+offset, with why and what to do (once a session per module).
+void noteUnnamedModules(Session& s);
 replay::SortBy sortOf(const VerbOptions& vm, replay::SortBy dflt = replay::SortBy::kBytes);
 size_t topOf(const VerbOptions& vm);
 replay::Exclusions exclusionsOf(const VerbOptions& vm);

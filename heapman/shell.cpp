@@ -222,17 +222,16 @@ void help(const std::string& topic) {
 }
 
 void options(po::options_description& o, po::positional_options_description&) {
-  o.add_options()("no-symbols",
-                  "name native frames module+offset (no DWARF lookups) in every command");
+  addSymbolOptions(o);  // the log's: they hold for every command
 }
 
 int runShell(const std::string& first, const VerbOptions& vm) {
   std::unique_ptr<Session> session;
-  bool noSymbols = vm.count("no-symbols") > 0;
+  const replay::SymbolSettings symbols = symbolSettingsOf(vm);
   auto openLog = [&](const std::string& path) {
     InterruptScope interruptible;
     try {
-      auto s = Session::open(path, !noSymbols, &gInterrupt);
+      auto s = Session::open(path, symbols, &gInterrupt);
       const replay::LogTables& t = s->replay->tables();
       std::printf("%s: %llu events, %zu GCs, %zu custom events, %zu frames%s\n", path.c_str(),
                   static_cast<unsigned long long>(t.eventCount), t.gcs.size(), t.events.size(),

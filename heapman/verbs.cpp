@@ -54,8 +54,13 @@ void addTopOption(po::options_description& o, size_t dflt, const char* rows) {
   o.add_options()("top", value, help.c_str());
 }
 
-void addNoSymbolsOption(po::options_description& o) {
-  o.add_options()("no-symbols", "name native frames module+offset (no DWARF lookups)");
+void addSymbolOptions(po::options_description& o) {
+  o.add_options()("no-symbols", "name native frames module+offset (no DWARF lookups)")(
+      "debug-dir", po::value<std::vector<std::string>>()->value_name("DIR"),
+      "look for separate debug files in DIR first (DIR/.build-id/xx/rest.debug; repeatable)")(
+      "path-map", po::value<std::vector<std::string>>()->value_name("FROM=TO"),
+      "look for a module recorded under FROM under TO instead (a log from another machine; "
+      "repeatable)");
 }
 
 void addFrameOptions(po::options_description& o) {
@@ -63,7 +68,7 @@ void addFrameOptions(po::options_description& o) {
                   "leaf-exclusion regexes, one a line (replaces the default list)")(
       "exclude-add", po::value<std::vector<std::string>>()->value_name("REGEX"),
       "one more leaf-exclusion regex (repeatable)");
-  addNoSymbolsOption(o);
+  addSymbolOptions(o);
 }
 
 namespace {
@@ -75,7 +80,7 @@ constexpr int kStyle =
 
 // Options of the log rather than of a command: the shell opened its log with them.
 bool logOption(const std::string& name) {
-  return name == "no-symbols";
+  return name == "no-symbols" || name == "debug-dir" || name == "path-map";
 }
 
 // A verb's options as the parser, --help and --list-options see them.
@@ -302,7 +307,7 @@ bool takesEffect(const Verb& v, const std::string& option, const Args& args) {
 int runOnPrefix(const Verb& v, std::unique_ptr<Session>& s, const VerbOptions& vm) {
   if (s->replay->indexed()) return v.run(*s, vm);
   const replay::LogCode* code = s->replay->codeAhead();
-  if (code) s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbolize, code);
+  if (code) s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbols, code);
   Console held;
   int rc;
   try {
@@ -310,7 +315,7 @@ int runOnPrefix(const Verb& v, std::unique_ptr<Session>& s, const VerbOptions& v
     rc = v.run(*s, vm);
   } catch (const log::FormatError&) {
     if (s->replay->damage()) throw;
-    s = Session::open(s->path, s->symbolize, nullptr, true, false);
+    s = Session::open(s->path, s->symbols, nullptr, true, false);
     s->progress->restart(v.name);
     return v.run(*s, vm);
   } catch (...) {
@@ -319,7 +324,7 @@ int runOnPrefix(const Verb& v, std::unique_ptr<Session>& s, const VerbOptions& v
   }
   if (!code && !s->replay->indexed() && s->namer->namedOutsideModules()) {
     s->replay->completeIndex();  // the pass goes on from where it stopped: nothing read twice
-    s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbolize);
+    s->namer = std::make_unique<replay::FrameNamer>(s->replay->tables(), s->symbols);
     return v.run(*s, vm);
   }
   if (!held.out.empty()) writeOutput("-", held.out);
@@ -338,10 +343,11 @@ int runOneShot(const Verb& v, const Args& args) {
       return rc;
     }
     std::unique_ptr<Session> s =
-        Session::open(log, !vm.count("no-symbols"), nullptr, true, v.prefixOnly);
+        Session::open(log, symbolSettingsOf(vm), nullptr, true, v.prefixOnly);
     s->progress->restart(v.name);
     int rc = runOnPrefix(v, s, vm);
     s->progress->finish();
+    noteUnnamedModules(*s);
     audit(v, vm);
     if (s->replay->damage() && rc == kExitOk) {
       // The answer is printed, but it covers only part of the log: scripts must notice.
@@ -373,6 +379,7 @@ int runInSession(const Verb& v, Session& s, const Args& args) {
       throw;
     }
     s.progress->finish();
+    noteUnnamedModules(s);
     audit(v, vm);
     return rc;
   });

@@ -92,6 +92,7 @@ void addSortOption(po::options_description& o);  // --sort bytes|objects|name
 void addTopOption(po::options_description& o, size_t dflt = 0, const char* rows = "rows");
 // --exclude, --exclude-add and --no-symbols: how stack frames are named and charged.
 void addFrameOptions(po::options_description& o);
-void addNoSymbolsOption(po::options_description& o);
+// --no-symbols, --debug-dir, --path-map: how native frames are named (symbolSettingsOf reads them).
+void addSymbolOptions(po::options_description& o);
 
 }  // namespace heapman::cli

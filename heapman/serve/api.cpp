@@ -146,10 +146,10 @@ std::string shellWord(const std::string& word) {
   return out + "'";
 }
 
-Api::Api(std::string log, bool symbolize, fs::path scratch, std::chrono::milliseconds timeLimit,
-         bool follow)
+Api::Api(std::string log, replay::SymbolSettings symbols, fs::path scratch,
+         std::chrono::milliseconds timeLimit, bool follow)
     : log_(std::move(log)),
-      symbolize_(symbolize),
+      symbols_(std::move(symbols)),
       scratch_(std::move(scratch)),
       timeLimit_(timeLimit),
       follow_(follow),
@@ -198,7 +198,7 @@ void Api::openOnce(const std::atomic<bool>* cancel) {
     // opens the complete log.
     follower_.reset();
     replay::ReplayOptions index = serveIndex(log_);
-    auto s = Session::open(log_, false, cancel, true, false, false, &index);
+    auto s = Session::open(log_, replay::SymbolSettings{.symbolize = false}, cancel, true, false, false, &index);
     takeIn(s->replay->reader());
     return;
   }
@@ -372,8 +372,13 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
     args.push_back("-");
   }
   std::string command = "heapman " + std::string(verb->name) + " " + shellWord(log_);
-  if (!symbolize_ && declared.count("no-symbols") && takesEffect(*verb, "no-symbols", args))
+  if (!symbols_.symbolize && declared.count("no-symbols") && takesEffect(*verb, "no-symbols", args))
     command += " --no-symbols";
+  if (symbols_.symbolize && declared.count("debug-dir") && takesEffect(*verb, "debug-dir", args)) {
+    for (const std::string& d : symbols_.debugDirs) command += " --debug-dir " + shellWord(d);
+    for (const auto& [from, to] : symbols_.pathMaps)
+      command += " --path-map " + shellWord(from + "=" + to);
+  }
   for (const std::string& a : args)
     command += " " + shellWord(!file.empty() && a == file.string()
                                    ? "answer" + std::string(route->extension)
@@ -389,7 +394,7 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
       tGeneration = generation_.load();
       bool complete = !follow_ || complete_.load();
       replay::ReplayOptions index = serveIndex(log_);
-      tSession = Session::open(log_, symbolize_, &tCancel, complete, false, !complete, &index);
+      tSession = Session::open(log_, symbols_, &tCancel, complete, false, !complete, &index);
       return true;
     } catch (...) {
       tSession.reset();

@@ -26,6 +26,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include "heapman/replay/frames.h"
+
 namespace heapman::log {
 class LogReader;
 }
@@ -59,7 +61,7 @@ class Api {
   // longer than `timeLimit` is cancelled (503).
   // `follow`: the log is being written (heapman serve --follow): when it grows, the next
   // request on each worker takes in what was appended (see follow()).
-  Api(std::string log, bool symbolize, std::filesystem::path scratch,
+  Api(std::string log, replay::SymbolSettings symbols, std::filesystem::path scratch,
       std::chrono::milliseconds timeLimit, bool follow = false);
   ~Api();
   Api(const Api&) = delete;
@@ -102,7 +104,7 @@ class Api {
   void watch();
 
   std::string log_;
-  bool symbolize_;
+  replay::SymbolSettings symbols_;  // the server's --no-symbols, --debug-dir, --path-map
   std::filesystem::path scratch_;
   std::chrono::milliseconds timeLimit_;
   bool follow_;

@@ -68,7 +68,7 @@ void options(po::options_description& o, po::positional_options_description&) {
       "time-limit", po::value<Count>()->value_name("SECONDS"),
       "cancel a query running longer than this (default 60)")(
       "follow", "the log is being written: wait for it, and show what it gains as it grows");
-  addNoSymbolsOption(o);
+  addSymbolOptions(o);
 }
 
 bool loopback(const std::string& a) {
@@ -116,7 +116,7 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   if (limit == 0) throw UsageError("--time-limit: give 1 second or more");
   std::string token = vm.count("token") ? vm["token"].as<std::string>() : "";
   if (!loopback(listen) && token.empty()) token = randomToken();
-  bool symbolize = !vm.count("no-symbols");
+  replay::SymbolSettings symbols = symbolSettingsOf(vm);
 
   // SIGINT and SIGTERM end the server: blocked in every thread (those made later inherit the
   // mask), one thread waits for them and stops the index build or the server.
@@ -166,7 +166,7 @@ int runServe(const std::string& log, const VerbOptions& vm) {
   } removeScratch{scratch};
 
   bool follow = vm.count("follow") > 0;
-  serve::Api api(log, symbolize, scratch, std::chrono::seconds(limit), follow);
+  serve::Api api(log, symbols, scratch, std::chrono::seconds(limit), follow);
   // The index is built once, on this thread, before any worker opens the log (following, once
   // the URL is out: the log may not exist yet).
   if (!follow) api.warmUp(&stopping);

@@ -16,7 +16,8 @@ spellings). From it alone, with a log written by DEMO_LOG:
      A verb that serves (`heapman serve`: "serves" in the table) runs until its first line says
      it listens, then gets SIGTERM and must exit 0;
   3. the same commands typed in the shell (`heapman LOG`) get the same answers, but for the
-     options of the log itself (--no-symbols), which belong to the shell;
+     options of the log itself (--no-symbols, --debug-dir, --path-map), which belong to the
+     shell;
   4. README.md's table of options lists every option word with exactly the verbs that take it,
      and every old spelling.
 
@@ -116,7 +117,8 @@ def sample(verb, option, value):
 sample.files = 0
 VALUE_SAMPLES = {"N": "2", "N,M,...": "1,2", "2^K": "65536", "BYTES": "0", "WxH": "256x256",
                  "EVENT": "level_end", "NAME": "level_end", "REGEX": ".", "HOST": "127.0.0.1",
-                 "TOKEN": "t0ken", "SECONDS": "60", "KEY=VALUE": "build=1", "HEAP": "native"}
+                 "TOKEN": "t0ken", "SECONDS": "60", "KEY=VALUE": "build=1", "HEAP": "native",
+                 "FROM=TO": "/nowhere=/else"}
 
 
 def option_of(verb, name):
@@ -232,10 +234,18 @@ for name, args, renamed in runs:
     if renamed and not re.search(r"^heapman %s: .*is now `--%s" % (name, renamed["now"]),
                                  r.stderr, re.M):
         fail("%s: the old spelling did not say what it is now: %r" % (line, r.stderr))
-r = run(["shell", LOG, "--no-symbols"], stdin="gcs\nquit\n")
-if r.returncode != 0 or "never read" in r.stderr:
-    fail("heapman shell %s --no-symbols: exit %d: %s" % (LOG, r.returncode, r.stderr.strip()))
-print("taken and read: %d runs" % (len(runs) + 1))
+# The options of the log, given to the shell: taken, and read by the log it opens.
+log_options = sorted({o["name"] for v in table for o in v["options"] if o["log_option"]})
+for o in next(v for v in table if v["name"] == "shell")["options"]:
+    if not o["log_option"]:
+        continue
+    args = ["--" + o["name"]] + ([sample("shell", o["name"], o["value"])] if o["value"] else [])
+    r = run(["shell", LOG] + args, stdin="blame\nquit\n")
+    if r.returncode != 0 or "never read" in r.stderr:
+        fail("heapman shell %s %s: exit %d: %s" % (LOG, " ".join(args), r.returncode,
+                                                   r.stderr.strip()))
+print("taken and read: %d runs, and %d options of the log in the shell" %
+      (len(runs), len(log_options)))
 
 # An option that has an effect only beside another is refused without it, naming it.
 for v in table:
@@ -267,7 +277,7 @@ for v in table:
             expect.append("heapman %s: --%s is an option of the log the shell has open" %
                           (v["name"], o["name"]))
 for name, args, renamed in runs:
-    if not verbs[name]["shell"] or "--no-symbols" in args:
+    if not verbs[name]["shell"] or any("--" + o in args for o in log_options):
         continue
     if name == "video" and any(a.endswith(".mp4") for a in args) and not ffmpeg:
         continue
