@@ -11,15 +11,8 @@ set -euo pipefail
 HEAPMAN=$(realpath "${1:?usage: cli_tests.sh HEAPMAN DEMO_LOG VERSION}")
 DEMO_LOG=$(realpath "${2:?usage: cli_tests.sh HEAPMAN DEMO_LOG VERSION}")
 VERSION=${3:?usage: cli_tests.sh HEAPMAN DEMO_LOG VERSION}
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/heapman-cli-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/support/harness.sh"
+enter_work cli
 
 # run EXPECTED_EXIT NAME CMD...: runs CMD with stdout/stderr captured in NAME.out / NAME.err
 # and checks its exit status.
@@ -32,15 +25,6 @@ run() {
     fail "$name: '$*' exited $rc, expected $want"
     sed 's/^/  stdout: /' "$name.out" >&2
     sed 's/^/  stderr: /' "$name.err" >&2
-  fi
-}
-
-# expect_grep NAME FILE REGEX: FILE must match the extended regex.
-expect_grep() {
-  local name=$1 file=$2 re=$3
-  if ! grep -Eq -- "$re" "$file"; then
-    fail "$name: $file does not match /$re/"
-    sed 's/^/  | /' "$file" >&2
   fi
 }
 
@@ -534,8 +518,4 @@ run 0 top_zero "$HEAPMAN" blame out.hml --top 0
 run 0 help "$HEAPMAN" --help
 expect_grep help help.out '^usage: heapman VERB'
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "all CLI checks passed"
+finish "all CLI checks passed"

@@ -8,14 +8,8 @@ set -euo pipefail
 HEAPMAN=$(realpath "${1:?usage: copied_binary_test.sh HEAPMAN HEAPREC GC_GAME}")
 HEAPREC=$(realpath "${2:?usage: copied_binary_test.sh HEAPMAN HEAPREC GC_GAME}")
 GC_GAME=$(realpath "${3:?usage: copied_binary_test.sh HEAPMAN HEAPREC GC_GAME}")
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/heapman-copied-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/support/harness.sh"
+enter_work copied
 
 "$HEAPREC" run -o game.hml -- "$GC_GAME" >/dev/null 2>rec.err || { cat rec.err >&2; exit 1; }
 mkdir -p alone/bin
@@ -33,8 +27,4 @@ cmp -s built.csv none.csv && fail "an empty --exclude list blames the same frame
 # The first row is the game's own function, not the collector's allocator.
 sed -n 2p copied.csv | grep -q '^"\?[^,]*loadAsset' || fail "first row is not loadAsset: $(sed -n 2p copied.csv)"
 
-if ((failures)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "copied binary: same blame as the built one"
+finish "copied binary: same blame as the built one"

@@ -10,21 +10,8 @@ usage="usage: moved_binary_test.sh HEAPMAN HEAPREC GC_GAME"
 HEAPMAN=$(realpath "${1:?$usage}")
 HEAPREC=$(realpath "${2:?$usage}")
 GC_GAME=$(realpath "${3:?$usage}")
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/heapman-moved-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
-# expect_grep NAME FILE REGEX: FILE must match the extended regex.
-expect_grep() {
-  if ! grep -Eq -- "$3" "$2"; then
-    fail "$1: $2 does not match /$3/"
-    sed 's/^/  | /' "$2" >&2
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/support/harness.sh"
+enter_work moved
 
 # The game, recorded from a directory of its own.
 mkdir -p rec/bin
@@ -84,8 +71,4 @@ grep -q 'game+0x' debug.csv && fail "--debug-dir left game+0x frames: $(grep 'ga
 "$HEAPMAN" blame stripped.hml --top 10 --no-symbols >/dev/null 2>nosym.err
 [[ -s nosym.err ]] && fail "blame --no-symbols wrote to stderr: $(cat nosym.err)"
 
-if ((failures)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "moved binary: said why, and named again by --path-map and --debug-dir"
+finish "moved binary: said why, and named again by --path-map and --debug-dir"

@@ -15,18 +15,11 @@ GUILE=${1:?usage: run_guile_test.sh GUILE HEAPREC HEAPMAN SCRIPT}
 HEAPREC=$(realpath "${2:?usage}")
 HEAPMAN=$(realpath "${3:?usage}")
 SCRIPT=$(realpath "${4:?usage}")
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/heapman-guile-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
+source "$(dirname "${BASH_SOURCE[0]}")/../support/harness.sh"
+enter_work guile
 mkdir home cache
 export HOME="$WORK/home" XDG_CACHE_HOME="$WORK/cache" GUILE_AUTO_COMPILE=0
 unset GUILE_LOAD_PATH GUILE_LOAD_COMPILED_PATH GUILE_HISTORY HEAPMAN_RAM_DUMPS
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 
 plain_rc=0
 "$GUILE" --no-auto-compile -s "$SCRIPT" >plain.out 2>plain.err || plain_rc=$?
@@ -96,8 +89,4 @@ if [[ -s guile.hml ]]; then
   cmp -s lazy.out eager.out || fail "blame at gc:2 differs between the first query and the indexed log"
 fi
 
-if [[ $failures -ne 0 ]]; then
-  echo "$failures check(s) failed" >&2
-  exit 1
-fi
-echo "guile test: all checks passed"
+finish "guile test: all checks passed"
