@@ -198,7 +198,8 @@ void Api::openOnce(const std::atomic<bool>* cancel) {
     // opens the complete log.
     follower_.reset();
     replay::ReplayOptions index = serveIndex(log_);
-    auto s = Session::open(log_, replay::SymbolSettings{.symbolize = false}, cancel, true, false, false, &index);
+    auto s = Session::open(log_, replay::SymbolSettings{.symbolize = false}, cancel, true, false,
+                           false, &index);
     takeIn(s->replay->reader());
     return;
   }
@@ -372,7 +373,8 @@ Answer Api::answer(const std::string& path, const Params& params, const std::str
     args.push_back("-");
   }
   std::string command = "heapman " + std::string(verb->name) + " " + shellWord(log_);
-  if (!symbols_.symbolize && declared.count("no-symbols") && takesEffect(*verb, "no-symbols", args))
+  if (!symbols_.symbolize && declared.count("no-symbols") &&
+      takesEffect(*verb, "no-symbols", args))
     command += " --no-symbols";
   if (symbols_.symbolize && declared.count("debug-dir") && takesEffect(*verb, "debug-dir", args)) {
     for (const std::string& d : symbols_.debugDirs) command += " --debug-dir " + shellWord(d);

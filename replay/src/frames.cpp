@@ -179,7 +179,8 @@ std::vector<NamedFrame> FrameNamer::nativeFrames(uint64_t address) {
       out.push_back({f.function.empty() ? s.label() : f.function, mod, f.file, f.line});
     if (out.empty()) out.push_back({s.label(), mod, "", 0});
     if (s.module >= 0) {
-      ModuleNaming& n = naming_.try_emplace(s.module, ModuleNaming{.order = naming_.size()}).first->second;
+      ModuleNaming& n =
+          naming_.try_emplace(s.module, ModuleNaming{.order = naming_.size()}).first->second;
       bool named = std::any_of(s.frames.begin(), s.frames.end(),
                                [](const SourceFrame& f) { return !f.function.empty(); });
       ++(named ? n.named : n.unnamed);

@@ -45,8 +45,9 @@ struct SymbolSettings {
 // A module whose frames an answer named, none by a function (module+0xoffset each), and why.
 struct UnnamedModule {
   std::string path;     // as recorded
-  std::string problem;  // "module file not found", "build id differs", "no debug info and no symbol", ...
-  uint64_t frames = 0;  // distinct addresses named so
+  // "module file not found", "build id differs", "no debug info and no symbol", ...
+  std::string problem;
+  uint64_t frames = 0;  // stack frames named so
 };
 
 struct NamedFrame {
