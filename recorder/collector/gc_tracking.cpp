@@ -136,7 +136,7 @@ bool startDump(uint32_t gc) {
 // A dump block not sent to the writer goes back to State::spareDump for the next dump (unmapped
 // if two are kept there already).
 void keepDumpBlock() {
-  if (g_dump && !g.spareDump.give(g_dump)) munmap(g_dump, g_dump->mapLength);
+  if (g_dump) g.spareDump.give(g_dump);
   g_dump = nullptr;
 }
 

@@ -2,7 +2,6 @@
 // interned stacks, custom events, threads, modules, collections with the objects they freed
 // (the tracked set swept against the collector's marks), root sets, RAM dumps cut into pages,
 // and Mono's classes and methods.
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -86,7 +85,7 @@ void Writer::convert(Ring* r, RawEvent* e) {
       std::vector<uint64_t> collected;
       tracked_.sweep(*snap, g.gcDebugOffset.load(std::memory_order_relaxed), collected);
       log_->write(Collected{static_cast<uint32_t>(e->b), std::move(collected)});
-      if (!g.spareMarks.give(snap)) munmap(snap, snap->mapLength);
+      g.spareMarks.give(snap);
       break;
     }
     case Kind::kRootRange:
@@ -146,7 +145,7 @@ void Writer::convert(Ring* r, RawEvent* e) {
       ramDumps_.count++;
       ramDumps_.copyNs += d->copyNs;
       ramDumps_.bytes += d->copyBytes;
-      if (!g.spareDump.give(d)) munmap(d, d->mapLength);
+      g.spareDump.give(d);
       break;
     }
     case Kind::kTypeDef:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <atomic>
@@ -176,11 +177,13 @@ struct State {
         if (void* p = s.exchange(nullptr, std::memory_order_acquire)) return p;
       return nullptr;
     }
-    bool give(void* block) {  // false: both kept already (the caller unmaps it)
+    // Kept for a later take(), or unmapped when two are kept already.
+    template <class Block>
+    void give(Block* block) {
       for (auto& s : slot)
         if (void* none = nullptr; s.compare_exchange_strong(none, block, std::memory_order_acq_rel))
-          return true;
-      return false;
+          return;
+      munmap(block, block->mapLength);
     }
   };
   SpareBlocks spareDump;   // RamDump blocks for the next dumps (gc_events.h)
